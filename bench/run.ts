@@ -1,0 +1,4 @@
+import { benchLayouts } from './layouts.js';
+
+/** `npm run bench`: prints each benchmark's figures beside what they are compared with. */
+for (const line of benchLayouts()) process.stdout.write(`${line}\n`);

@@ -1,0 +1,44 @@
+import { Command, CommanderError } from 'commander';
+import { exitCodeFor, MigpoolError } from '../errors.js';
+import { registerGpus, registerProfiles } from './commands/catalog.js';
+import { registerCheck, registerLayouts } from './commands/geometry.js';
+import { processIo, type Io } from './io.js';
+
+/** Builds the `migpool` command tree. */
+export function buildProgram(io: Io): Command {
+  const program = new Command('migpool')
+    .description('Turn NVIDIA MIG GPUs into a shared pool for deep-learning training.')
+    .version('0.1.0')
+    .exitOverride()
+    .configureOutput({ writeOut: (s) => io.out(s), writeErr: (s) => io.err(s) })
+    .showSuggestionAfterError(true);
+  registerGpus(program, io);
+  registerProfiles(program, io);
+  registerLayouts(program, io);
+  registerCheck(program, io);
+  for (const cmd of program.commands) cmd.exitOverride().configureOutput({ writeOut: (s) => io.out(s), writeErr: (s) => io.err(s) });
+  return program;
+}
+
+/**
+ * Runs the CLI and returns the exit status: 0 success, 1 a check that failed, 2 bad input, 3 a
+ * device or runtime failure. User errors print one line, never a stack trace.
+ */
+export async function main(argv: readonly string[], io: Io = processIo): Promise<number> {
+  const program = buildProgram(io);
+  try {
+    await program.parseAsync([...argv], { from: 'user' });
+    return 0;
+  } catch (e) {
+    if (e instanceof CommanderError) {
+      // Help and version exit with 0; commander has already printed its one-line error otherwise.
+      return e.exitCode === 0 ? 0 : 2;
+    }
+    if (e instanceof MigpoolError) {
+      if (!e.details['quiet']) io.err(`migpool: ${e.message}`);
+      return exitCodeFor(e.code);
+    }
+    io.err(`migpool: internal error: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}`);
+    return 3;
+  }
+}

@@ -1,0 +1,110 @@
+import { execFile } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { describe, expect, it } from 'vitest';
+import { main } from '../src/cli/main.js';
+
+const run = promisify(execFile);
+const BIN = fileURLToPath(new URL('../bin/migpool.js', import.meta.url));
+
+/** Runs the CLI in-process and captures what it prints. */
+async function cli(...argv: string[]): Promise<{ code: number; out: string; err: string }> {
+  let out = '';
+  let err = '';
+  const code = await main(argv, { out: (s) => void (out += s.endsWith('\n') ? s : `${s}\n`), err: (s) => void (err += s.endsWith('\n') ? s : `${s}\n`) });
+  return { code, out, err };
+}
+
+describe('the installed migpool command (bin/migpool.js over the build)', () => {
+  it('prints help and exits 0', async () => {
+    const { stdout } = await run('node', [BIN, '--help']);
+    expect(stdout).toMatch(/Usage: migpool/);
+    for (const cmd of ['gpus', 'profiles', 'layouts', 'check']) expect(stdout).toContain(cmd);
+  });
+
+  it('check exits 1 with the reason when profiles do not fit', async () => {
+    const failure = await run('node', [BIN, 'check', '--gpu', 'A100-SXM4-40GB', '4g.20gb', '3g.20gb', '1g.5gb']).catch((e: { code: number; stderr: string }) => e);
+    expect('code' in failure && failure.code).toBe(1);
+    expect((failure as { stderr: string }).stderr).toMatch(/does not fit on A100-40GB: the profiles need 8 compute slices/);
+  });
+
+  it('bad input exits 2 with one line and no stack trace', async () => {
+    const failure = (await run('node', [BIN, 'profiles', '--gpu', 'V100']).catch((e: unknown) => e)) as { code: number; stderr: string };
+    expect(failure.code).toBe(2);
+    expect(failure.stderr.trim().split('\n')).toHaveLength(1);
+    expect(failure.stderr).toMatch(/^migpool: unknown GPU 'V100': use one of A30-24GB/);
+  });
+});
+
+describe('migpool gpus | profiles | layouts | check', () => {
+  it('gpus lists every family, one line each, and as JSON', async () => {
+    const text = await cli('gpus');
+    expect(text.code).toBe(0);
+    expect(text.out.trim().split('\n')).toHaveLength(16);
+    const json = JSON.parse((await cli('gpus', '--json')).out) as { gpus: { name: string; pciDeviceIds: string[] }[] };
+    expect(json.gpus.map((g) => g.name)).toContain('A100-40GB');
+    expect(json.gpus.find((g) => g.name === 'A30-24GB')?.pciDeviceIds).toEqual(['0x20B710DE']);
+  });
+
+  it('profiles shows every field, with unknown figures as ?', async () => {
+    const { out, code } = await cli('profiles', '--gpu', 'NVIDIA A100-SXM4-40GB');
+    expect(code).toBe(0);
+    expect(out).toMatch(/3g\.20gb\s+9\s+19\.62\s+42\s+3\/2\/0\/0\/0\s+2\s+\{0,4\}:4\s+1c\.3g\.20gb 2c\.3g\.20gb 3g\.20gb/);
+    const json = JSON.parse((await cli('profiles', '--gpu', '0x20B010DE', '--json')).out) as {
+      gpu: string;
+      profiles: { name: string; id: number; placements: unknown; computeInstanceProfiles: { name: string }[] }[];
+    };
+    expect(json.gpu).toBe('A100-40GB');
+    const p4g = json.profiles.find((p) => p.name === '4g.20gb');
+    expect(p4g?.placements).toEqual([{ start: 0, size: 4 }]);
+    expect(p4g?.computeInstanceProfiles.map((c) => c.name)).toEqual(['1c.4g.20gb', '2c.4g.20gb', '4g.20gb']);
+    expect((await cli('profiles', '--gpu', 'B300')).out).toMatch(/7g\.269gb\s+0\s+\?\s+\?/);
+  });
+
+  it('layouts --maximal --json has the documented shape', async () => {
+    const { out, code } = await cli('layouts', '--gpu', 'a30', '--maximal', '--json');
+    expect(code).toBe(0);
+    const json = JSON.parse(out) as { gpu: string; layouts: { placements: { profile: string; start: number; size: number }[] }[] };
+    expect(json.gpu).toBe('A30-24GB');
+    expect(json.layouts).toContainEqual({ placements: [{ profile: '4g.24gb', start: 0, size: 4 }] });
+    expect(json.layouts).toContainEqual({
+      placements: [
+        { profile: '2g.12gb', start: 0, size: 2 },
+        { profile: '2g.12gb', start: 2, size: 2 },
+      ],
+    });
+  });
+
+  it('check prints a placement, in text and JSON', async () => {
+    const ok = await cli('check', '--gpu', 'A100-SXM4-40GB', '3g.20gb', '2g.10gb', '2x1g.5gb');
+    expect(ok.code).toBe(0);
+    expect(ok.out).toContain('2g.10gb@0:2 1g.5gb@2:1 1g.5gb@3:1 3g.20gb@4:4');
+    const json = JSON.parse((await cli('check', '--gpu', 'A100-SXM4-40GB', '4g.20gb', '3g.20gb', '--json')).out) as unknown;
+    expect(json).toEqual({
+      gpu: 'A100-40GB',
+      valid: true,
+      placements: [
+        { profile: '4g.20gb', start: 0, size: 4 },
+        { profile: '3g.20gb', start: 4, size: 4 },
+      ],
+    });
+    const bad = await cli('check', '--gpu', 'A100-SXM4-40GB', '3g.20gb', '3g.20gb', '1g.5gb', '--json');
+    expect(bad.code).toBe(1);
+    expect(bad.err).toBe('');
+    expect(JSON.parse(bad.out)).toMatchObject({ gpu: 'A100-40GB', valid: false, placements: [], reason: expect.stringMatching(/1g.5gb|compute|slice/) });
+  });
+
+  it.each([
+    [['check', '--gpu', 'A100', '1g.5gb'], /GPU 'A100' is ambiguous: it could be A100-40GB, A100-80GB/],
+    [['check', '--gpu', 'A100-40GB', '1g.24gb'], /profile '1g.24gb' is not offered by A100-40GB \(it is a profile of/],
+    [['check', '--gpu', 'A100-40GB', '8x1g.5gb'], /A100-40GB holds at most 7 × 1g.5gb/],
+    [['check', '--gpu', 'H100-80GB', 'bogus'], /profile 'bogus' is not offered by H100-80GB; H100-80GB offers 1g.10gb/],
+    [['layouts'], /required option '--gpu <model>' not specified/],
+    [['frobnicate'], /unknown command 'frobnicate'/],
+  ])('bad input %j exits 2 with one line', async (argv, message) => {
+    const { code, err } = await cli(...argv);
+    expect(code).toBe(2);
+    expect(err).toMatch(message);
+    expect(err.trim().split('\n')).toHaveLength(1);
+  });
+});
