@@ -9,18 +9,10 @@
  * `parse*` functions and `classifyError`.
  */
 
+import type { GpuErrorKind } from '../port.js';
+
 /** Why nvidia-smi refused or failed, as far as its reason line tells. */
-export type GpuErrorKind =
-  | 'in-use'
-  | 'insufficient-resources'
-  | 'not-supported'
-  | 'mode-change-pending'
-  | 'reset-blocked'
-  | 'no-permission'
-  | 'driver-not-loaded'
-  | 'not-found'
-  | 'invalid-argument'
-  | 'unknown';
+export type { GpuErrorKind };
 
 /** A GPU instance that `nvidia-smi mig -cgi` reports as created. */
 export interface CreatedGpuInstance {

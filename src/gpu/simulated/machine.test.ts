@@ -1,0 +1,57 @@
+import { describe, expect, it } from 'vitest';
+import { GpuError } from '../port.js';
+import { SimulatedMachine } from './machine.js';
+import { parseSimulateSpec } from './spec.js';
+
+function a100(): SimulatedMachine {
+  const m = SimulatedMachine.create(parseSimulateSpec('1xA100-SXM4-40GB'));
+  m.setMigMode(0, true);
+  m.resetGpu(0);
+  return m;
+}
+
+describe('simulated GPU: what the driver does when no placement is given', () => {
+  it('reproduces the MIG User Guide capture of -cgi 14,19,19,19,19,19 (2g at 4, then 1g at 6, 0..3)', () => {
+    const m = a100();
+    const made = ['14', '19', '19', '19', '19', '19'].map((p) => m.createGpuInstance(0, p));
+    expect(made.map((g) => `${g.profile}@${g.start}#${g.id}`)).toEqual([
+      '2g.10gb@4#5',
+      '1g.5gb@6#13',
+      '1g.5gb@0#7',
+      '1g.5gb@1#8',
+      '1g.5gb@2#9',
+      '1g.5gb@3#10',
+    ]);
+  });
+
+  it('reproduces the Insufficient Resources capture of -cgi 19,19,14 then 9', () => {
+    const m = a100();
+    const made = ['19', '19', '14'].map((p) => m.createGpuInstance(0, p));
+    expect(made.map((g) => `${g.start}#${g.id}`)).toEqual(['6#13', '4#11', '0#3']);
+    expect(() => m.createGpuInstance(0, '9')).toThrow(GpuError);
+    try {
+      m.createGpuInstance(0, '9');
+    } catch (e) {
+      expect((e as GpuError).kind).toBe('insufficient-resources');
+    }
+  });
+});
+
+describe('simulated GPU: spec', () => {
+  it('reads counts and names, and keeps the product name asked for', () => {
+    const kinds = parseSimulateSpec('2xA30, 1xA100-PCIE-40GB');
+    expect(kinds.map((k) => k.productName)).toEqual(['NVIDIA A30', 'NVIDIA A30', 'NVIDIA A100-PCIE-40GB']);
+    expect(() => parseSimulateSpec('0xA30')).toThrow(/count must be 1 to 64/);
+    expect(() => parseSimulateSpec('2xV100')).toThrow(/--simulate '2xV100': unknown GPU 'V100'/);
+    expect(() => parseSimulateSpec('')).toThrow(/empty --simulate spec/);
+  });
+
+  it('gives the same UUIDs for the same seed and different ones for another', () => {
+    const a = SimulatedMachine.create(parseSimulateSpec('2xA30'), 7).listGpus().map((g) => g.uuid);
+    const b = SimulatedMachine.create(parseSimulateSpec('2xA30'), 7).listGpus().map((g) => g.uuid);
+    const c = SimulatedMachine.create(parseSimulateSpec('2xA30'), 8).listGpus().map((g) => g.uuid);
+    expect(a).toEqual(b);
+    expect(a).not.toEqual(c);
+    expect(a[0]).toMatch(/^GPU-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/);
+  });
+});

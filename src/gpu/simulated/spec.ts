@@ -1,0 +1,59 @@
+import { badInput } from '../../errors.js';
+import { GPU_MODELS, resolveGpuModel } from '../../mig/catalog/index.js';
+import type { GpuModel } from '../../mig/types.js';
+
+/** One kind of GPU in a simulated machine. */
+export interface SimulatedGpuKind {
+  readonly model: GpuModel;
+  /** Product name the simulated nvidia-smi prints: the part the user named. */
+  readonly productName: string;
+}
+
+function normalize(text: string): string {
+  return text.toUpperCase().replace(/^NVIDIA[\s_-]+/, '').replace(/[\s_-]+/g, '-');
+}
+
+/** The product name of `model` that `asked` names, else the family's first product name. */
+function productNameFor(model: GpuModel, asked: string): string {
+  const want = normalize(asked);
+  return (
+    model.productNames.find((p) => normalize(p) === want) ??
+    model.productNames.find((p) => p.startsWith('NVIDIA') && normalize(p).includes(want)) ??
+    model.productNames[0] ??
+    model.name
+  );
+}
+
+/**
+ * Reads a machine spec: `8xA100-SXM4-40GB`, `2xA30,1xH100-80GB`, `A30` (one GPU). GPU names are
+ * anything `migpool gpus` accepts.
+ */
+export function parseSimulateSpec(spec: string): SimulatedGpuKind[] {
+  const parts = spec.split(',').map((s) => s.trim()).filter((s) => s.length > 0);
+  if (parts.length === 0) throw badInput(`empty --simulate spec: write it like 8xA100-SXM4-40GB or 2xA30,1xH100-80GB`);
+  const gpus: SimulatedGpuKind[] = [];
+  for (const part of parts) {
+    const m = /^(?:(\d+)\s*[xX*]\s*)?(.+)$/.exec(part);
+    const count = m?.[1] === undefined ? 1 : Number(m[1]);
+    const name = (m?.[2] ?? '').trim();
+    if (!Number.isInteger(count) || count < 1 || count > 64) {
+      throw badInput(`--simulate '${part}': the count must be 1 to 64, as in 8xA100-SXM4-40GB`);
+    }
+    let model: GpuModel;
+    try {
+      model = resolveGpuModel(name);
+    } catch (e) {
+      const why = e instanceof Error ? e.message : String(e);
+      throw badInput(`--simulate '${part}': ${why}`);
+    }
+    for (let i = 0; i < count; i++) gpus.push({ model, productName: productNameFor(model, name) });
+  }
+  return gpus;
+}
+
+/** The catalogued family of a simulated GPU, by canonical name. */
+export function modelByName(name: string): GpuModel {
+  const model = GPU_MODELS.find((m) => m.name === name);
+  if (!model) throw badInput(`simulated GPU family '${name}' is not in the catalogue; run 'migpool sim reset'`);
+  return model;
+}
