@@ -2,6 +2,8 @@ import { Command, CommanderError } from 'commander';
 import { exitCodeFor, MigpoolError } from '../errors.js';
 import { registerGpus, registerProfiles } from './commands/catalog.js';
 import { registerCheck, registerLayouts } from './commands/geometry.js';
+import { registerSim } from './commands/sim.js';
+import { registerStatus } from './commands/status.js';
 import { processIo, type Io } from './io.js';
 
 /** Builds the `migpool` command tree. */
@@ -16,7 +18,10 @@ export function buildProgram(io: Io): Command {
   registerProfiles(program, io);
   registerLayouts(program, io);
   registerCheck(program, io);
-  for (const cmd of program.commands) cmd.exitOverride().configureOutput({ writeOut: (s) => io.out(s), writeErr: (s) => io.err(s) });
+  registerStatus(program, io);
+  registerSim(program, io);
+  const all = (cmds: readonly Command[]): Command[] => cmds.flatMap((c) => [c, ...all(c.commands)]);
+  for (const cmd of all(program.commands)) cmd.exitOverride().configureOutput({ writeOut: (s) => io.out(s), writeErr: (s) => io.err(s) });
   return program;
 }
 
