@@ -1,0 +1,143 @@
+import { chmodSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { NvidiaSmiPort } from '../src/gpu/nvidia-smi/driver.js';
+import { GpuError } from '../src/gpu/port.js';
+
+const fixture = (name: string) => readFileSync(new URL(`./fixtures/nvidia-smi/${name}`, import.meta.url), 'utf8');
+
+interface Reply {
+  stdout?: string;
+  stderr?: string;
+  code?: number;
+  sleepMs?: number;
+}
+
+/**
+ * A stand-in `nvidia-smi` that answers each argument list with a canned reply: real captured
+ * output, to drive the adapter through what real drivers print (the fake nvidia-smi covers the
+ * stateful behaviour; this covers captured oddities and failures).
+ */
+function stub(replies: Record<string, Reply>): string {
+  const dir = mkdtempSync(join(tmpdir(), 'migpool-smi-stub-'));
+  writeFileSync(join(dir, 'replies.json'), JSON.stringify(replies));
+  const script = join(dir, 'nvidia-smi');
+  writeFileSync(
+    script,
+    `#!${process.execPath}
+const replies = JSON.parse(require('fs').readFileSync(${JSON.stringify(join(dir, 'replies.json'))}, 'utf8'));
+const r = replies[process.argv.slice(2).join(' ')];
+if (!r) { process.stderr.write('stub: no reply for ' + process.argv.slice(2).join(' ') + '\\n'); process.exit(2); }
+setTimeout(() => { process.stdout.write(r.stdout || ''); process.stderr.write(r.stderr || ''); process.exit(r.code || 0); }, r.sleepMs || 0);
+`,
+  );
+  chmodSync(script, 0o755);
+  return script;
+}
+
+async function kindOf(promise: Promise<unknown>): Promise<{ kind: string; message: string }> {
+  try {
+    await promise;
+  } catch (e) {
+    if (e instanceof GpuError) return { kind: e.kind, message: e.message };
+    throw e;
+  }
+  throw new Error('expected a failure');
+}
+
+const QUERY = '--query-gpu=index,uuid,name,pci.device_id,pci.bus_id,memory.total,mig.mode.current,mig.mode.pending --format=csv,noheader,nounits';
+
+describe('nvidia-smi adapter over captured outputs', () => {
+  it('reads GPUs, MIG-capable or not', async () => {
+    const exe = stub({
+      [QUERY]: {
+        stdout: '0, GPU-14ac2834-0d81-0508-69eb-e25264c08d21, NVIDIA A100-PCIE-40GB, 0x20F110DE, 00000000:3B:00.0, 40960, Enabled, Enabled\n1, GPU-1b2c, NVIDIA RTX A6000, 0x223010DE, 00000000:5E:00.0, 49140, [N/A], [N/A]\n',
+      },
+    });
+    const gpus = await new NvidiaSmiPort({ executable: exe }).listGpus();
+    expect(gpus).toEqual([
+      { index: 0, uuid: 'GPU-14ac2834-0d81-0508-69eb-e25264c08d21', name: 'NVIDIA A100-PCIE-40GB', pciDeviceId: '0x20F110DE', busId: '00000000:3B:00.0', memoryMiB: 40960, migCapable: true, migMode: { current: 'enabled', pending: 'enabled' } },
+      { index: 1, uuid: 'GPU-1b2c', name: 'NVIDIA RTX A6000', pciDeviceId: '0x223010DE', busId: '00000000:5E:00.0', memoryMiB: 49140, migCapable: false, migMode: null },
+    ]);
+  });
+
+  it('reads GPU instances from a real R510 -lgi', async () => {
+    const exe = stub({ 'mig -i 0 -lgi': { stdout: fixture('a100-pcie-40gb_lgi-3-2-1-1_yokatayama-e-learning.txt') } });
+    const gis = await new NvidiaSmiPort({ executable: exe }).listGpuInstances(0);
+    expect(gis.map((g) => `${g.id}:${g.profile}@${g.start}:${g.size}`)).toEqual(['11:1g.5gb@0:1', '12:1g.5gb@1:1', '6:2g.10gb@2:2', '1:3g.20gb@4:4']);
+  });
+
+  it('treats "No MIG-enabled devices found" as no instances', async () => {
+    const exe = stub({ 'mig -lgi': { stdout: 'No MIG-enabled devices found.\n', code: 6 }, 'mig -lci': { stdout: 'No MIG-enabled devices found.\n', code: 6 } });
+    const port = new NvidiaSmiPort({ executable: exe });
+    expect(await port.listGpuInstances()).toEqual([]);
+    expect(await port.listComputeInstances()).toEqual([]);
+  });
+
+  it('maps MIG device UUIDs through -q -x when -L does not carry the instance IDs (R510)', async () => {
+    const xml = fixture('a100-sxm4-40gb_q-x-mig-2-devices_netdata-go.d.plugin.txt');
+    const lci = fixture('a100-pcie-40gb_lci-two-gis_yokatayama-e-learning.txt').replace(/ 11 {7}MIG/, '  1       MIG').replace(/ 12 {7}MIG/, '  2       MIG');
+    const exe = stub({
+      'mig -lci': { stdout: lci },
+      '-L': { stdout: 'GPU 0: NVIDIA A100-SXM4-40GB (UUID: GPU-27b94a00-ed54-5c24-b1fd-1054085de32a)\n  MIG 3g.20gb     Device  0: (UUID: MIG-aaaaaaaa-0d81-5269-9b96-65446729d5dc)\n  MIG 3g.20gb     Device  1: (UUID: MIG-bbbbbbbb-0d81-5269-9b96-65446729d5dc)\n' },
+      '-q -x': { stdout: xml },
+    });
+    const cis = await new NvidiaSmiPort({ executable: exe }).listComputeInstances();
+    expect(cis.map((c) => `${c.gpuInstanceId}/${c.id}=${c.uuid.slice(0, 12)}`)).toEqual(['1/0=MIG-aaaaaaaa', '2/0=MIG-bbbbbbbb']);
+  });
+
+  it('reads a pending enable (VM passthrough, Not Supported) as pending', async () => {
+    const exe = stub({ '-i 0 -mig 1': { stdout: fixture('a100_mig-enable-pending-not-supported_mig-user-guide.txt') } });
+    expect(await new NvidiaSmiPort({ executable: exe }).setMigMode(0, true)).toEqual({ pending: true });
+  });
+
+  it('reads an immediate enable and a successful reset', async () => {
+    const exe = stub({
+      '-i 0 -mig 1': { stdout: fixture('a100-40gb_mig-enable-success_mig-user-guide.txt') },
+      '-i 0 -r': { stdout: fixture('h100_gpu-reset-success_nvsentinel-1692.txt') },
+    });
+    const port = new NvidiaSmiPort({ executable: exe });
+    expect(await port.setMigMode(0, true)).toEqual({ pending: false });
+    await port.resetGpu(0);
+  });
+
+  it('types the driver\'s refusals', async () => {
+    const exe = stub({
+      'mig -i 0 -cgi 1g.12gb+me:0': { stdout: fixture('gh200-96gb_cgi-C-in-use-by-another-client_kf-cuanschutz.txt'), code: 255 },
+      'mig -i 0 -cgi 9:4': { stdout: fixture('a100-40gb_cgi-insufficient-resources-3g-not-first_mig-user-guide.txt'), code: 255 },
+      '-i 0 -r': { stdout: fixture('multi-a100_gpu-reset-in-use_mig-parted-181.txt'), code: 255 },
+      'mig -i 0 -gi 3 -ci 0 -dci': { stdout: fixture('h100_dci-in-use-lowercased_dcgm-95.txt'), code: 255 },
+      [QUERY]: { stdout: fixture('unknown_driver-not-loaded_shine-cluster-50.txt'), code: 9 },
+    });
+    const port = new NvidiaSmiPort({ executable: exe });
+    expect(await kindOf(port.createGpuInstance(0, '1g.12gb+me', 0))).toMatchObject({ kind: 'in-use' });
+    const insufficient = await kindOf(port.createGpuInstance(0, '9', 4));
+    expect(insufficient.kind).toBe('insufficient-resources');
+    expect(insufficient.message).toMatch(/^GPU 0: create GPU instance 9 at 4: .*Insufficient Resources/);
+    expect(await kindOf(port.resetGpu(0))).toMatchObject({ kind: 'reset-blocked' });
+    expect(await kindOf(port.destroyComputeInstance(0, 3, 0))).toMatchObject({ kind: 'in-use' });
+    expect(await kindOf(port.listGpus())).toMatchObject({ kind: 'driver-not-loaded' });
+  });
+
+  it('turns unparseable output into one typed line that quotes it', async () => {
+    const exe = stub({ 'mig -i 0 -lgi': { stdout: '| GPU instances: |\n|  0  garbage row here |\n' } });
+    const e = await kindOf(new NvidiaSmiPort({ executable: exe }).listGpuInstances(0));
+    expect(e.kind).toBe('unparseable');
+    expect(e.message.split('\n')).toHaveLength(1);
+    expect(e.message).toMatch(/nvidia-smi mig -i 0 -lgi/);
+  });
+
+  it('gives up on a hung nvidia-smi after its timeout', async () => {
+    const exe = stub({ [QUERY]: { stdout: '', sleepMs: 5000 } });
+    const e = await kindOf(new NvidiaSmiPort({ executable: exe, timeoutMs: 300 }).listGpus());
+    expect(e.kind).toBe('timeout');
+    expect(e.message).toMatch(/did not answer within 300 ms/);
+  });
+
+  it('says when nvidia-smi is missing and points to --simulate', async () => {
+    const e = await kindOf(new NvidiaSmiPort({ executable: '/nonexistent/nvidia-smi' }).listGpus());
+    expect(e.kind).toBe('nvidia-smi-missing');
+    expect(e.message).toMatch(/--simulate SPEC/);
+  });
+});
