@@ -65,6 +65,27 @@ describe('migpool status --simulate', () => {
     });
   });
 
+  it('reads the same box through the fake nvidia-smi on PATH as through --simulate', async () => {
+    const dir = freshDir();
+    await cli('sim', 'reset', '--simulate', '1xA100-SXM4-40GB,1xA30', '--state-dir', dir);
+    const machine = loadMachine(join(dir, 'simulated-machine.json'));
+    if (!machine) throw new Error('no machine');
+    machine.setMigMode(0, true);
+    machine.resetGpu(0);
+    const gi = machine.createGpuInstance(0, '4g.20gb', 0);
+    const ci = machine.createComputeInstance(0, gi.id, '2c.4g.20gb');
+    machine.attachProcess(0, { gpuInstanceId: gi.id, computeInstanceId: ci.id, usedMemoryMiB: 700 });
+    saveMachine(join(dir, 'simulated-machine.json'), machine);
+    const installed = await cli('sim', 'install-nvidia-smi', join(dir, 'bin'), '--state-dir', dir);
+    expect(installed.out).toContain('MIGPOOL_FAKE_NVIDIA_SMI_STATE=');
+    const simulated = await run(process.execPath, [BIN, 'status', '--json', '--simulate', '1xA100-SXM4-40GB,1xA30', '--state-dir', dir]);
+    const real = await run(process.execPath, [BIN, 'status', '--json'], {
+      env: { ...process.env, MIGPOOL_SIMULATE: '', PATH: `${join(dir, 'bin')}:${process.env['PATH'] ?? ''}`, MIGPOOL_FAKE_NVIDIA_SMI_STATE: join(dir, 'simulated-machine.json') },
+    });
+    expect(JSON.parse(real.stdout)).toEqual(JSON.parse(simulated.stdout));
+    expect(real.stdout).toContain('"profile": "2c.4g.20gb"');
+  });
+
   it('takes the spec from MIGPOOL_SIMULATE and the directory from MIGPOOL_STATE_DIR', async () => {
     const dir = freshDir();
     const { stdout } = await run('node', [BIN, 'status', '--json'], { env: { ...process.env, MIGPOOL_SIMULATE: '2xA30,1xH100-80GB', MIGPOOL_STATE_DIR: dir } });

@@ -1,5 +1,7 @@
 import type { Command } from 'commander';
 import { badInput } from '../../errors.js';
+import { installFakeNvidiaSmi } from '../../gpu/fake-nvidia-smi/install.js';
+import { STATE_ENV } from '../../gpu/fake-nvidia-smi/main.js';
 import { loadMachine, saveMachine } from '../../gpu/simulated/state-file.js';
 import { resetSimulator, simulateSpecOf, simulatorStatePath, type DeviceOptions } from '../device.js';
 import type { Io } from '../io.js';
@@ -54,5 +56,16 @@ export function registerSim(program: Command, io: Io): void {
     if (!machine.listProcesses().some((p) => p.pid === n)) throw badInput(`no simulated process ${n}; 'migpool status --json' lists them`);
     machine.detachProcess(n);
     saveMachine(path, machine);
+  });
+
+  withDeviceOptions(
+    sim
+      .command('install-nvidia-smi')
+      .description('write a fake nvidia-smi over the simulated machine into DIR, for other programs to run against')
+      .argument('<dir>', 'directory to put first on PATH'),
+  ).action((dir: string, opts: DeviceOptions) => {
+    const path = installFakeNvidiaSmi(dir);
+    const state = simulatorStatePath(opts);
+    io.out(`${path}\nuse it with: export PATH=${dir}:$PATH ${STATE_ENV}=${state}`);
   });
 }

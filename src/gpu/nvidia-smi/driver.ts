@@ -32,6 +32,11 @@ const GPU_FIELDS = ['index', 'uuid', 'name', 'pci.device_id', 'pci.bus_id', 'mem
 
 /** "No MIG-enabled devices found." is what `mig -lgi/-lci` print when no GPU is in MIG mode. */
 const NO_MIG_DEVICES = /No MIG-enabled devices found/i;
+/**
+ * Empty listings, which nvidia-smi reports with a non-zero exit status: "No GPU instances found:
+ * Not Found", "No compute instances found: Not Found" (fixture a100-pcie-40gb_lci-no-compute-instances).
+ */
+const EMPTY_LISTING = /No MIG-enabled devices found|No (GPU|compute) instances found/i;
 
 function modeOf(text: string): MigModeState | null {
   if (/^enabled$/i.test(text)) return 'enabled';
@@ -95,7 +100,7 @@ export class NvidiaSmiPort implements GpuPort {
   /** Runs a listing; non-zero exit is a typed error. */
   private async list(args: readonly string[], operation: string, gpu: number | null): Promise<string> {
     const result = await this.run(args, operation, gpu);
-    if (result.code !== 0 && !NO_MIG_DEVICES.test(result.stdout + result.stderr)) throw this.failure(result, args, operation, gpu);
+    if (result.code !== 0 && !EMPTY_LISTING.test(result.stdout + result.stderr)) throw this.failure(result, args, operation, gpu);
     return result.stdout + (result.code === 0 ? '' : result.stderr);
   }
 

@@ -281,6 +281,9 @@ const RULES: readonly Rule[] = [
   // public scripts and notes found with find_string (e.g. file ids 335371683, 22551222574).
   // "No compute instances found: Not Found": a100-pcie-40gb_lci-no-compute-instances.
   { kind: 'not-found', test: /^No MIG-enabled devices found/i },
+  // "No devices were found": what nvidia-smi prints for an -i that matches no GPU (and on a
+  // machine without GPUs), as NVIDIA's forums and many public CI logs show.
+  { kind: 'not-found', test: /^No devices were found/i },
   { kind: 'not-found', test: /:\s*Not Found$/i },
   // "Invalid combination of input arguments.": what older drivers print for `nvidia-smi mig`
   // options they do not know, as a test helper found with find_string (file id 335371683)

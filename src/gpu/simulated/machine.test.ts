@@ -24,6 +24,19 @@ describe('simulated GPU: what the driver does when no placement is given', () =>
     ]);
   });
 
+  it('reproduces the MIG User Guide capture of -cgi 9,19,14,19 (3g at 4, 1g at 0, 2g at 2, 1g at 1)', () => {
+    const m = a100();
+    const made = ['9', '19', '14', '19'].map((p) => m.createGpuInstance(0, p));
+    expect(made.map((g) => `${g.profile}@${g.start}#${g.id}`)).toEqual(['3g.20gb@4#2', '1g.5gb@0#7', '2g.10gb@2#4', '1g.5gb@1#8']);
+  });
+
+  it('fits a 2c beside a 1c in a 3g GPU instance', () => {
+    const m = a100();
+    const gi = m.createGpuInstance(0, '3g.20gb', 0);
+    m.createComputeInstance(0, gi.id, '1c.3g.20gb');
+    expect(m.createComputeInstance(0, gi.id, '2c.3g.20gb').id).toBe(1);
+  });
+
   it('reproduces the Insufficient Resources capture of -cgi 19,19,14 then 9', () => {
     const m = a100();
     const made = ['19', '19', '14'].map((p) => m.createGpuInstance(0, p));

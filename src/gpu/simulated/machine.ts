@@ -257,10 +257,12 @@ export class SimulatedMachine {
   }
 
   /**
-   * Where the driver puts an instance created without a placement: the free legal position in
-   * the smallest free aligned block, lowest first. This reproduces the MIG User Guide's captures
-   * (`-cgi 14,19,19,19,19,19` gives 2g at 4, then 1g at 6, 0, 1, 2, 3; `-cgi 19,19,14,9` gives 1g
-   * at 6 and 4, 2g at 0, then Insufficient Resources for 3g); NVIDIA documents no rule.
+   * Where the driver puts an instance created without a placement. NVIDIA documents no rule; this
+   * one reproduces the MIG User Guide's three captures: a position that covers slices no smaller
+   * instance could use (the A100's 8th memory slice) first, else the one in the smallest free
+   * aligned block, lowest first. (`-cgi 14,19,19,19,19,19`: 2g at 4, then 1g at 6, 0, 1, 2, 3;
+   * `-cgi 9,19,14,19`: 3g at 4, 1g at 0, 2g at 2, 1g at 1; `-cgi 19,19,14` then 9: 1g at 6 and 4,
+   * 2g at 0, then Insufficient Resources for the 3g.)
    */
   private static driverPlacement(model: GpuModel, layout: readonly PlacedInstance[], profile: GiProfile): number | null {
     const candidates = freePlacements(model, layout, profile);
@@ -270,7 +272,7 @@ export class SimulatedMachine {
     const busy = new Set(layout.flatMap((i) => Array.from({ length: i.size }, (_, k) => i.start + k)));
     const blockOf = (start: number, size: number): number => {
       let best = size;
-      for (let block = size * 2; block <= model.placementUnits * 2; block *= 2) {
+      for (let block = size * 2; block <= model.placementUnits; block *= 2) {
         const from = Math.floor(start / block) * block;
         let ok = from + block <= model.placementUnits;
         for (let u = from; u < from + block && ok; u++) {
@@ -282,8 +284,12 @@ export class SimulatedMachine {
       }
       return best;
     };
-    const scored = candidates.map((c) => ({ start: c.start, block: blockOf(c.start, c.size) }));
-    scored.sort((a, b) => a.block - b.block || a.start - b.start);
+    const scored = candidates.map((c) => ({
+      start: c.start,
+      spare: Array.from({ length: c.size }, (_, k) => c.start + k).filter((u) => !usable.has(u)).length,
+      block: blockOf(c.start, c.size),
+    }));
+    scored.sort((a, b) => b.spare - a.spare || a.block - b.block || a.start - b.start);
     return scored[0]?.start ?? null;
   }
 
@@ -336,7 +342,7 @@ export class SimulatedMachine {
     const used = new Set(gi.computeInstances.flatMap((c) => Array.from({ length: c.size }, (_, k) => c.start + k)));
     const sameProfile = gi.computeInstances.filter((c) => c.profile === ci.name).length;
     let start: number | null = null;
-    for (let s = 0; s + ci.computeSlices <= giProfile.computeSlices && sameProfile < ci.maxCount; s += ci.computeSlices) {
+    for (let s = 0; s + ci.computeSlices <= giProfile.computeSlices && sameProfile < ci.maxCount; s++) {
       if (Array.from({ length: ci.computeSlices }, (_, k) => s + k).every((u) => !used.has(u))) {
         start = s;
         break;
