@@ -20,14 +20,13 @@ export function resolveMigDevices(model: GpuModel, migDevices: Readonly<Record<s
     const name = normalizeProfileName(key);
     const ciMatch = /^(\d+)c\.(.+)$/.exec(name);
     let gi: GiProfile;
-    let ci: CiProfile | undefined;
     try {
       gi = findGiProfile(model, ciMatch ? (ciMatch[2] ?? '') : name);
     } catch (e) {
       throw badInput(`${where}: ${(e as Error).message}`);
     }
     const options = ciProfilesOf(gi);
-    ci = ciMatch ? options.find((c) => c.name === name) : options.find((c) => c.isDefault);
+    const ci = ciMatch ? options.find((c) => c.name === name) : options.find((c) => c.isDefault);
     if (!ci) {
       throw badInput(`${where}: '${key}' is not a compute instance profile of ${gi.name} on ${model.name}; it offers ${options.map((o) => o.name).join(', ')}`);
     }
