@@ -101,6 +101,8 @@ export class GpuError extends MigpoolError {
   readonly kind: GpuErrorKind;
   readonly gpu: number | null;
   readonly operation: string;
+  /** The reason alone, without the GPU and operation the message starts with. */
+  readonly reason: string;
 
   constructor(kind: GpuErrorKind, operation: string, gpu: number | null, message: string) {
     super('DEVICE', gpu === null ? `${operation}: ${message}` : `GPU ${gpu}: ${operation}: ${message}`, { kind, gpu, operation });
@@ -108,5 +110,6 @@ export class GpuError extends MigpoolError {
     this.kind = kind;
     this.gpu = gpu;
     this.operation = operation;
+    this.reason = message;
   }
 }

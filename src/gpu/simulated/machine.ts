@@ -14,6 +14,16 @@ export type SimOperation =
   | 'destroyComputeInstance'
   | 'destroyGpuInstance';
 
+/** How errors name each operation (as the simulator's own refusals do). */
+const OPERATION_LABELS: Readonly<Record<SimOperation, string>> = {
+  setMigMode: 'set MIG mode',
+  resetGpu: 'reset',
+  createGpuInstance: 'create GPU instance',
+  createComputeInstance: 'create compute instance',
+  destroyComputeInstance: 'destroy compute instance',
+  destroyGpuInstance: 'destroy GPU instance',
+};
+
 /** A failure to inject: the next matching operation fails with this kind, as the hardware would. */
 export interface SimFault {
   readonly operation: SimOperation;
@@ -144,7 +154,7 @@ export class SimulatedMachine {
     const at = this.state.faults.findIndex((f) => f.operation === operation && (f.gpu === undefined || f.gpu === gpu));
     if (at < 0) return;
     const [fault] = this.state.faults.splice(at, 1);
-    if (fault) throw new GpuError(fault.kind, operation, gpu, fault.message ?? `injected ${fault.kind} failure`);
+    if (fault) throw new GpuError(fault.kind, OPERATION_LABELS[operation], gpu, fault.message ?? `injected ${fault.kind} failure`);
   }
 
   /** Makes the next `operation` (on `gpu`, or on any GPU) fail with `kind`. */

@@ -1,0 +1,178 @@
+import { GpuError, type GpuPort } from '../gpu/port.js';
+import { planGpu as planGpuFn, type GpuPlan, type PlanOperation, type PlanOptions } from '../partition/plan.js';
+import type { CurrentGpu, DesiredGpu } from '../partition/state.js';
+import { describeInterrupted, type ApplyJournal, type JournalFile } from './journal.js';
+
+/** How an apply runs; defaults in brackets. */
+export interface ExecuteOptions {
+  /** Leave pending MIG mode changes pending instead of resetting the GPU [false]. */
+  readonly skipReset?: boolean;
+  /** Runs before the mode changes and before the instance changes (mig-parted's hook points). */
+  readonly beforeMode?: () => Promise<void>;
+  readonly beforeConfig?: () => Promise<void>;
+  /** The wall clock, for the journal [Date]. */
+  readonly now?: () => Date;
+}
+
+/** What an apply did. */
+export interface ExecuteReport {
+  readonly done: number;
+  readonly skipped: number;
+  readonly notes: readonly string[];
+  /** The earlier apply this one finished, if any. */
+  readonly resumed: string | null;
+}
+
+const MODE_KINDS = new Set<PlanOperation['kind']>(['set-mig-mode', 'reset-if-pending']);
+
+/** The `nvidia-smi` command an operation amounts to, for --dry-run and for messages. */
+export function commandOf(op: PlanOperation): string {
+  switch (op.kind) {
+    case 'set-mig-mode':
+      return `nvidia-smi -i ${op.gpu} -mig ${op.enabled ? 1 : 0}`;
+    case 'reset-if-pending':
+      return `nvidia-smi -i ${op.gpu} -r    # only if the MIG mode change is pending`;
+    case 'destroy-ci':
+      return `nvidia-smi mig -i ${op.gpu} -gi ${op.gpuInstanceId} -ci ${op.computeInstanceId} -dci    # ${op.profile}`;
+    case 'destroy-gi':
+      return `nvidia-smi mig -i ${op.gpu} -gi ${op.gpuInstanceId} -dgi    # ${op.profile}`;
+    case 'create-gi':
+      return `nvidia-smi mig -i ${op.gpu} -cgi ${op.profileId ?? op.profile}:${op.start}    # ${op.profile} at ${op.start}:${op.size}`;
+    case 'create-ci':
+      return `nvidia-smi mig -i ${op.gpu} -gi <GI at ${op.giStart}> -cci ${op.profileId}    # ${op.profile} in the ${op.giProfile} at ${op.giStart}`;
+  }
+}
+
+/**
+ * Runs plans through the port: every MIG mode change first (resetting only GPUs whose change is
+ * pending), then every instance change. The journal is written before and after each operation;
+ * it is cleared when all went well and left behind, with the failure, when not, so that the next
+ * apply (which plans afresh from what the GPUs hold) reports it and finishes the work.
+ */
+export async function executePlans(port: GpuPort, plans: readonly GpuPlan[], target: string, journal: JournalFile, options: ExecuteOptions = {}): Promise<ExecuteReport> {
+  const now = options.now ?? (() => new Date());
+  const earlier = journal.read();
+  const resumed = earlier ? describeInterrupted(earlier) : null;
+  const all = plans.flatMap((p) => p.operations);
+  const ordered = [...all.filter((o) => MODE_KINDS.has(o.kind)), ...all.filter((o) => !MODE_KINDS.has(o.kind))];
+  const state: ApplyJournal = { version: 1, target, startedAt: now().toISOString(), operations: ordered.map((op) => ({ op, status: 'pending' })) };
+  const notes: string[] = [];
+  if (ordered.length === 0) {
+    journal.clear();
+    return { done: 0, skipped: 0, notes, resumed };
+  }
+  journal.write(state);
+  const stillPending = new Set<number>();
+  const createdAt = new Map<string, number>();
+  let done = 0;
+  let skipped = 0;
+  let phase: 'mode' | 'config' | null = null;
+
+  for (const entry of state.operations) {
+    const op = entry.op;
+    const nextPhase = MODE_KINDS.has(op.kind) ? 'mode' : 'config';
+    if (nextPhase !== phase) {
+      phase = nextPhase;
+      await (phase === 'mode' ? options.beforeMode?.() : options.beforeConfig?.());
+    }
+    if (stillPending.has(op.gpu) && !MODE_KINDS.has(op.kind)) {
+      entry.status = 'skipped';
+      skipped++;
+      continue;
+    }
+    entry.status = 'running';
+    journal.write(state);
+    try {
+      await run(op);
+      entry.status = entry.status === 'running' ? 'done' : entry.status;
+      if (entry.status === 'done') done++;
+      journal.write(state);
+    } catch (e) {
+      entry.status = 'failed';
+      const why = e instanceof Error ? e.message : String(e);
+      state.failure = why;
+      journal.write(state);
+      const left = state.operations.filter((o) => o.status === 'pending').length;
+      const progress = `${done} of ${ordered.length} operations done, ${left} not started; run apply again to finish (journal: ${journal.path})`;
+      if (e instanceof GpuError) throw new GpuError(e.kind, e.operation, e.gpu, `${e.reason}; ${progress}`);
+      throw e;
+    }
+  }
+  journal.clear();
+  return { done, skipped, notes, resumed };
+
+  async function run(op: PlanOperation): Promise<void> {
+    switch (op.kind) {
+      case 'set-mig-mode': {
+        const { pending } = await port.setMigMode(op.gpu, op.enabled);
+        if (pending) stillPending.add(op.gpu);
+        return;
+      }
+      case 'reset-if-pending': {
+        const gpu = (await port.listGpus()).find((g) => g.index === op.gpu);
+        const pending = gpu?.migMode ? gpu.migMode.current !== gpu.migMode.pending : false;
+        if (!pending) {
+          stillPending.delete(op.gpu);
+          markSkipped(op, 'no pending MIG mode change');
+          return;
+        }
+        if (options.skipReset) {
+          stillPending.add(op.gpu);
+          notes.push(`GPU ${op.gpu}: MIG mode change pending; reset skipped (--skip-reset): reset the GPU or reboot, then apply again`);
+          markSkipped(op, 'reset skipped');
+          return;
+        }
+        await port.resetGpu(op.gpu);
+        stillPending.delete(op.gpu);
+        return;
+      }
+      case 'destroy-ci':
+        return port.destroyComputeInstance(op.gpu, op.gpuInstanceId, op.computeInstanceId);
+      case 'destroy-gi':
+        return port.destroyGpuInstance(op.gpu, op.gpuInstanceId);
+      case 'create-gi': {
+        const gi = await port.createGpuInstance(op.gpu, op.profile, op.start);
+        createdAt.set(`${op.gpu}:${op.start}`, gi.id);
+        return;
+      }
+      case 'create-ci': {
+        let id = createdAt.get(`${op.gpu}:${op.giStart}`);
+        if (id === undefined) id = (await port.listGpuInstances(op.gpu)).find((g) => g.start === op.giStart && g.profile === op.giProfile)?.id;
+        if (id === undefined) throw new GpuError('not-found', `create compute instance ${op.profile}`, op.gpu, `no ${op.giProfile} GPU instance at ${op.giStart}`);
+        await port.createComputeInstance(op.gpu, id, op.profile);
+        return;
+      }
+    }
+  }
+
+  function markSkipped(op: PlanOperation, note: string): void {
+    const entry = state.operations.find((o) => o.op === op);
+    if (entry) {
+      entry.status = 'skipped';
+      entry.note = note;
+      skipped++;
+    }
+  }
+}
+
+/** Plans every GPU that has a desired state; GPUs it cannot plan come back as refusals. */
+export function planAll(
+  found: readonly { readonly current: CurrentGpu | null; readonly info: { readonly index: number } }[],
+  desired: ReadonlyMap<number, DesiredGpu>,
+  options: PlanOptions,
+): { plans: GpuPlan[]; refusals: string[] } {
+  const plans: GpuPlan[] = [];
+  const refusals: string[] = [];
+  for (const gpu of found) {
+    const want = desired.get(gpu.info.index);
+    if (!want) continue;
+    if (!gpu.current) {
+      refusals.push(`GPU ${gpu.info.index} is not a MIG-capable GPU migpool knows`);
+      continue;
+    }
+    const outcome = planGpuFn(gpu.current, want, options);
+    if (outcome.ok) plans.push(outcome.plan);
+    else refusals.push(`GPU ${outcome.gpu}: ${outcome.reason}`);
+  }
+  return { plans, refusals };
+}

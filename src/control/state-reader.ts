@@ -1,0 +1,69 @@
+import { MigpoolError } from '../errors.js';
+import { GPU_MODELS, resolveGpuModel } from '../mig/catalog/index.js';
+import type { GpuModel } from '../mig/types.js';
+import type { CurrentGpu } from '../partition/state.js';
+import type { GpuInfo, GpuPort } from '../gpu/port.js';
+
+/** The catalogued family of a GPU the port reports, by PCI device ID, else by product name. */
+export function modelOfGpu(gpu: GpuInfo): GpuModel | null {
+  const id = gpu.pciDeviceId.toUpperCase();
+  const byId = GPU_MODELS.find((m) => m.pciDeviceIds.some((p) => p.toUpperCase() === id));
+  if (byId) return byId;
+  try {
+    return resolveGpuModel(gpu.name);
+  } catch {
+    return null;
+  }
+}
+
+/** A GPU as found, with its catalogued family (null: not a MIG GPU migpool knows). */
+export interface FoundGpu {
+  readonly info: GpuInfo;
+  readonly current: CurrentGpu | null;
+}
+
+/** Reads every GPU's MIG mode, instances, compute instances and processes through the port. */
+export async function readCurrentState(port: GpuPort): Promise<FoundGpu[]> {
+  const gpus = await port.listGpus();
+  const anyMig = gpus.some((g) => g.migMode?.current === 'enabled');
+  const [gis, cis, procs] = await Promise.all([
+    anyMig ? port.listGpuInstances() : Promise.resolve([]),
+    anyMig ? port.listComputeInstances() : Promise.resolve([]),
+    gpus.length > 0 ? port.listProcesses() : Promise.resolve([]),
+  ]);
+  return gpus.map((info) => {
+    const model = modelOfGpu(info);
+    if (!model || !info.migMode) return { info, current: null };
+    const mine = procs.filter((p) => p.gpu === info.index);
+    const instances = gis
+      .filter((g) => g.gpu === info.index)
+      .flatMap((g) => {
+        const profile = model.giProfiles.find((p) => p.name === g.profile);
+        if (!profile) {
+          throw new MigpoolError('DEVICE', `GPU ${info.index} has GPU instance ${g.id} of profile '${g.profile}', which migpool's ${model.name} catalogue does not know; please report it`);
+        }
+        return [
+          {
+            id: g.id,
+            profile,
+            start: g.start,
+            size: g.size,
+            computeInstances: cis
+              .filter((c) => c.gpu === info.index && c.gpuInstanceId === g.id)
+              .map((c) => ({ id: c.id, profile: c.profile, pids: mine.filter((p) => p.gpuInstanceId === g.id && p.computeInstanceId === c.id).map((p) => p.pid) })),
+          },
+        ];
+      });
+    return {
+      info,
+      current: {
+        index: info.index,
+        uuid: info.uuid,
+        model,
+        migMode: info.migMode,
+        instances,
+        gpuPids: mine.filter((p) => p.gpuInstanceId === null || !instances.some((i) => i.id === p.gpuInstanceId)).map((p) => p.pid),
+      },
+    };
+  });
+}
