@@ -1,0 +1,159 @@
+/**
+ * Runs mig-parted hooks (partition/hooks.ts) the way mig-parted runs them
+ * (github.com/NVIDIA/mig-parted api/hooks/v1/hooks.go HookSpec.Run and HooksMap.Run;
+ * cmd/nvidia-mig-parted/apply/apply.go ApplyMigConfigWithHooks): each hook is one process
+ * started with execFile and an argument list (never a shell), in its `workdir`, one after the
+ * other; the first failure stops the list.
+ *
+ * Environment: the process environment (unless `inheritEnv: false`), then the hook's `envs`,
+ * then mig-parted's variables (partition/hooks.ts migPartedHookEnv), later ones winning. Note
+ * that mig-parted itself does not pass its own environment on: its hooks see only their
+ * `envs` and the MIG_PARTED_* variables. `inheritEnv: false` reproduces that exactly, bare
+ * command names then being looked up in this process's PATH as Go's exec.Command does.
+ */
+import { execFile } from 'node:child_process';
+import { accessSync, constants, existsSync, statSync } from 'node:fs';
+import { delimiter, join } from 'node:path';
+import { MigpoolError } from '../errors.js';
+import { hookEnv, hooksAt } from '../partition/hooks.js';
+import type { HookPoint, HookSpec, MigPartedHooks } from '../partition/hooks.js';
+
+export interface RunHooksOptions {
+  /** Start from this process's environment. Default true; false is exactly mig-parted. */
+  inheritEnv?: boolean;
+  /** Copy each hook's stdout and stderr to ours, as `mig-parted --debug` does. Default false. */
+  echoOutput?: boolean;
+  /** Kill a hook that runs longer than this (ms). Default 0: no limit, as mig-parted. */
+  timeoutMs?: number;
+}
+
+function lookPath(command: string): string {
+  if (command.includes('/')) return command;
+  for (const dir of (process.env.PATH ?? '').split(delimiter)) {
+    if (dir === '') continue;
+    const candidate = join(dir, command);
+    try {
+      accessSync(candidate, constants.X_OK);
+      if (statSync(candidate).isFile()) return candidate;
+    } catch {
+      // not here
+    }
+  }
+  return command;
+}
+
+function lastLine(text: string): string {
+  const lines = text.split('\n').map((l) => l.trim()).filter((l) => l !== '');
+  const line = lines[lines.length - 1] ?? '';
+  return line.length > 200 ? `${line.slice(0, 197)}...` : line;
+}
+
+function runOne(point: string, index: number, hook: HookSpec, env: Readonly<Record<string, string>>, options: RunHooksOptions): Promise<void> {
+  const shown = [hook.command, ...hook.args].map((a) => (/^[\w@%+=:,./-]+$/.test(a) ? a : JSON.stringify(a))).join(' ');
+  const where = `${point} hook [${index}] (${hook.file}:${hook.line}) ${shown}`;
+  const details = { point, index, command: hook.command, args: hook.args, file: hook.file, line: hook.line };
+  if (hook.command === '') {
+    return Promise.reject(new MigpoolError('RUNTIME', `${point} hook [${index}] (${hook.file}:${hook.line}) has no command; give it one`, details));
+  }
+  const inherit = options.inheritEnv ?? true;
+  const childEnv: Record<string, string> = {};
+  if (inherit) {
+    for (const [k, v] of Object.entries(process.env)) if (v !== undefined) childEnv[k] = v;
+  }
+  Object.assign(childEnv, hookEnv(hook, env));
+  const command = inherit ? hook.command : lookPath(hook.command);
+  return new Promise((resolve, reject) => {
+    const child = execFile(
+      command,
+      hook.args,
+      {
+        cwd: hook.workdir === '' ? undefined : hook.workdir,
+        env: childEnv,
+        encoding: 'utf8',
+        maxBuffer: 64 * 1024 * 1024,
+        timeout: options.timeoutMs ?? 0,
+        windowsHide: true,
+      },
+      (error, _stdout, stderr) => {
+        if (!error) {
+          resolve();
+          return;
+        }
+        const err = error as NodeJS.ErrnoException & { code?: string | number; signal?: NodeJS.Signals | null; killed?: boolean };
+        const tail = lastLine(stderr);
+        let what: string;
+        if (typeof err.code === 'number') {
+          what = `failed with exit status ${err.code}`;
+        } else if (err.signal) {
+          what = `was killed by ${err.signal}${err.killed && options.timeoutMs ? ` after ${options.timeoutMs} ms` : ''}`;
+        } else if (err.code === 'ENOENT' && hook.workdir !== '' && !existsSync(hook.workdir)) {
+          what = `could not start: workdir ${hook.workdir} does not exist`;
+        } else if (err.code === 'ENOENT') {
+          what = `could not start: command ${hook.command} not found`;
+        } else {
+          what = `could not start: ${err.code ?? err.message}`;
+        }
+        reject(
+          new MigpoolError('RUNTIME', `${where} ${what}${tail ? `: ${tail}` : ''}`, {
+            ...details,
+            exitCode: typeof err.code === 'number' ? err.code : null,
+            signal: err.signal ?? null,
+            stderr,
+          }),
+        );
+      },
+    );
+    if (options.echoOutput) {
+      child.stdout?.on('data', (chunk: string) => process.stdout.write(chunk));
+      child.stderr?.on('data', (chunk: string) => process.stderr.write(chunk));
+    }
+  });
+}
+
+/**
+ * Runs the hooks of one point in order, stopping at the first failure, which is a RUNTIME
+ * MigpoolError naming the point, the hook (`file:line`), its command line and its exit status
+ * or signal, with the last line of its stderr. `env` is mig-parted's variables
+ * (partition/hooks.ts migPartedHookEnv).
+ *
+ * `apply-exit` must run after every apply whose `apply-start` succeeded, whatever happens
+ * next: use {@link applyWithHooks}, or call this from a `finally` block.
+ */
+export async function runHooks(point: HookPoint | string, hooks: readonly HookSpec[], env: Readonly<Record<string, string>>, options: RunHooksOptions = {}): Promise<void> {
+  for (const [i, hook] of hooks.entries()) await runOne(point, i, hook, env, options);
+}
+
+/**
+ * mig-parted's apply sequence around `apply` (apply.go ApplyMigConfigWithHooks):
+ * 1. `apply-start`; if it fails, its error is thrown and nothing else runs (not even
+ *    `apply-exit`, as in mig-parted, whose deferred apply-exit is set up after apply-start);
+ * 2. `apply(runPoint)`: the caller calls `runPoint('pre-apply-mode')` before changing MIG
+ *    modes and `runPoint('pre-apply-config')` before changing MIG devices (mig-parted runs each
+ *    only when that change is needed);
+ * 3. `apply-exit`, always, also when step 2 threw. If step 2 threw, its error is rethrown and a
+ *    failure of apply-exit is attached as `details.applyExitError` of a MigpoolError (mig-parted
+ *    logs it); otherwise an apply-exit failure is thrown.
+ */
+export async function applyWithHooks<T>(
+  hooks: MigPartedHooks | null,
+  env: Readonly<Record<string, string>>,
+  apply: (runPoint: (point: 'pre-apply-mode' | 'pre-apply-config') => Promise<void>) => Promise<T>,
+  options: RunHooksOptions = {},
+): Promise<T> {
+  await runHooks('apply-start', hooksAt(hooks, 'apply-start'), env, options);
+  let result: T;
+  try {
+    result = await apply((point) => runHooks(point, hooksAt(hooks, point), env, options));
+  } catch (error) {
+    try {
+      await runHooks('apply-exit', hooksAt(hooks, 'apply-exit'), env, options);
+    } catch (exitError) {
+      if (error instanceof MigpoolError) {
+        (error.details as Record<string, unknown>).applyExitError = exitError instanceof Error ? exitError.message : String(exitError);
+      }
+    }
+    throw error;
+  }
+  await runHooks('apply-exit', hooksAt(hooks, 'apply-exit'), env, options);
+  return result;
+}
