@@ -1,19 +1,10 @@
 import { execFile } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
-import { main } from '../src/cli/main.js';
+import { BIN, cli } from './run-cli.js';
 
 const run = promisify(execFile);
-const BIN = fileURLToPath(new URL('../bin/migpool.js', import.meta.url));
 
-/** Runs the CLI in-process and captures what it prints. */
-async function cli(...argv: string[]): Promise<{ code: number; out: string; err: string }> {
-  let out = '';
-  let err = '';
-  const code = await main(argv, { out: (s) => void (out += s.endsWith('\n') ? s : `${s}\n`), err: (s) => void (err += s.endsWith('\n') ? s : `${s}\n`) });
-  return { code, out, err };
-}
 
 describe('the installed migpool command (bin/migpool.js over the build)', () => {
   it('prints help and exits 0', async () => {

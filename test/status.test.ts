@@ -2,21 +2,13 @@ import { execFile } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
-import { main } from '../src/cli/main.js';
+import { BIN, cli } from './run-cli.js';
 import { loadMachine, saveMachine } from '../src/gpu/simulated/state-file.js';
 
 const run = promisify(execFile);
-const BIN = fileURLToPath(new URL('../bin/migpool.js', import.meta.url));
 
-async function cli(...argv: string[]): Promise<{ code: number; out: string; err: string }> {
-  let out = '';
-  let err = '';
-  const code = await main(argv, { out: (s) => void (out += `${s.replace(/\n$/, '')}\n`), err: (s) => void (err += `${s.replace(/\n$/, '')}\n`) });
-  return { code, out, err };
-}
 
 function freshDir(): string {
   return mkdtempSync(join(tmpdir(), 'migpool-status-'));

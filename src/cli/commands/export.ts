@@ -1,0 +1,50 @@
+import { hostname } from 'node:os';
+import type { Command } from 'commander';
+import { readCurrentState, type FoundGpu } from '../../control/state-reader.js';
+import { badInput } from '../../errors.js';
+import { exportK8s, exportMigPartedJson, exportMigPartedYaml, exportSlurm, type ExportGpu } from '../../partition/export.js';
+import { migDeviceCounts } from '../../partition/state.js';
+import { openGpuPort, type DeviceOptions } from '../device.js';
+import { writeJson, type Io } from '../io.js';
+import { withDeviceOptions } from './status.js';
+
+/** The GPUs as `export` sees them: MIG mode and the instances counted as mig-parted counts them. */
+export function exportGpusOf(found: readonly FoundGpu[]): ExportGpu[] {
+  return found.map((g) => ({
+    index: g.info.index,
+    uuid: g.info.uuid,
+    pciDeviceId: g.info.pciDeviceId,
+    productName: g.info.name,
+    migEnabled: g.info.migMode?.current === 'enabled',
+    migDevices: g.current && g.info.migMode?.current === 'enabled' ? migDeviceCounts(g.current.instances) : {},
+  }));
+}
+
+/** `migpool export`: the current state as a mig-parted config, or as Kubernetes or Slurm see it. */
+export function registerExport(program: Command, io: Io): void {
+  withDeviceOptions(program.command('export').description('print the current MIG state as a mig-parted v1 config (or as Kubernetes / Slurm see it)'))
+    .option('-o, --output-format <format>', 'yaml or json', 'yaml')
+    .option('-l, --config-label <label>', 'name of the config in the output', 'current')
+    .option('--format <kind>', 'mig-parted, k8s or slurm', 'mig-parted')
+    .option('--node <name>', 'node name for --format slurm (default: this host)')
+    .option('--json', 'print JSON (same as -o json)')
+    .action(async (opts: DeviceOptions & { outputFormat: string; configLabel: string; format: string; node?: string; json?: boolean }) => {
+      const output = opts.json ? 'json' : opts.outputFormat;
+      if (output !== 'yaml' && output !== 'json') throw badInput(`-o '${opts.outputFormat}': use yaml or json`);
+      if (!['mig-parted', 'k8s', 'slurm'].includes(opts.format)) throw badInput(`--format '${opts.format}': use mig-parted, k8s or slurm`);
+      const gpus = exportGpusOf(await readCurrentState(openGpuPort(opts)));
+      if (opts.format === 'k8s') {
+        const k8s = exportK8s(gpus, opts.configLabel);
+        if (output === 'json') return writeJson(io, { label: k8s.label, resources: k8s.resources, warnings: k8s.warnings });
+        for (const w of k8s.warnings) io.err(`warning: ${w}`);
+        return io.out(k8s.text);
+      }
+      if (opts.format === 'slurm') {
+        const slurm = exportSlurm(gpus, opts.node ?? hostname().split('.')[0] ?? 'localhost');
+        if (output === 'json') return writeJson(io, { nodeName: slurm.nodeName, gres: slurm.gres, gresValue: slurm.gresValue, slurmConfLine: slurm.slurmConfLine, gresConf: slurm.gresConf, warnings: slurm.warnings });
+        for (const w of slurm.warnings) io.err(`warning: ${w}`);
+        return io.out(slurm.text);
+      }
+      io.out(output === 'json' ? exportMigPartedJson(gpus, opts.configLabel) : exportMigPartedYaml(gpus, opts.configLabel));
+    });
+}
