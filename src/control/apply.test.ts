@@ -11,7 +11,9 @@ import { GPU_MODELS } from '../mig/catalog/index.js';
 import { enumerateLayouts } from '../mig/geometry.js';
 import { resolveMigDevices } from '../partition/desired.js';
 import { migDeviceCounts, type DesiredGpu } from '../partition/state.js';
+import { exportMigPartedConfig } from '../partition/export.js';
 import { executePlans, planAll } from './apply.js';
+import { assertDifferences, exportGpusOf } from './mig-config.js';
 import { JournalFile } from './journal.js';
 import { readCurrentState } from './state-reader.js';
 
@@ -42,7 +44,7 @@ function countsOfLayout(instances: readonly { profile: { name: string } }[]): Re
 }
 
 describe('apply on the simulator', () => {
-  it('every catalogued GPU, every legal layout: apply, then the state reads back the same, then apply again does nothing', async () => {
+  it('every catalogued GPU, every legal layout: apply, assert, export gives the layout back, apply again does nothing', async () => {
     let layouts = 0;
     for (const model of GPU_MODELS) {
       const machine = SimulatedMachine.create(parseSimulateSpec(model.name));
@@ -50,7 +52,11 @@ describe('apply on the simulator', () => {
       for (const layout of enumerateLayouts(model)) {
         const want = countsOfLayout(layout.instances);
         await apply(port, want);
-        expect(await countsOf(port)).toEqual(want);
+        const found = await readCurrentState(port);
+        const desired = new Map<number, DesiredGpu>([[0, { migEnabled: true, groups: resolveMigDevices(model, want, 'test') }]]);
+        expect(assertDifferences(found, desired, false)).toEqual([]);
+        const exported = exportMigPartedConfig(exportGpusOf(found));
+        expect(exported['mig-configs']['current']?.[0]?.['mig-devices']).toEqual(want);
         const again = await apply(port, want);
         expect(again.plans.flatMap((p) => p.operations)).toEqual([]);
         layouts++;

@@ -1,5 +1,6 @@
 import { matchEntries, type MigConfigEntry } from '../partition/config.js';
 import { resolveMigDevices } from '../partition/desired.js';
+import type { ExportGpu } from '../partition/export.js';
 import { migDeviceCounts, type DesiredGpu } from '../partition/state.js';
 import type { FoundGpu } from './state-reader.js';
 
@@ -46,4 +47,16 @@ export function assertDifferences(found: readonly FoundGpu[], desired: ReadonlyM
     if (diff.length > 0) differences.push(`GPU ${index}: ${diff.join(', ')}`);
   }
   return differences;
+}
+
+/** The GPUs as `export` sees them: MIG mode and the instances counted as mig-parted counts them. */
+export function exportGpusOf(found: readonly FoundGpu[]): ExportGpu[] {
+  return found.map((g) => ({
+    index: g.info.index,
+    uuid: g.info.uuid,
+    pciDeviceId: g.info.pciDeviceId,
+    productName: g.info.name,
+    migEnabled: g.info.migMode?.current === 'enabled',
+    migDevices: g.current && g.info.migMode?.current === 'enabled' ? migDeviceCounts(g.current.instances) : {},
+  }));
 }

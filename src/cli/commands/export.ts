@@ -1,24 +1,12 @@
 import { hostname } from 'node:os';
 import type { Command } from 'commander';
-import { readCurrentState, type FoundGpu } from '../../control/state-reader.js';
+import { exportGpusOf } from '../../control/mig-config.js';
+import { readCurrentState } from '../../control/state-reader.js';
 import { badInput } from '../../errors.js';
-import { exportK8s, exportMigPartedJson, exportMigPartedYaml, exportSlurm, type ExportGpu } from '../../partition/export.js';
-import { migDeviceCounts } from '../../partition/state.js';
+import { exportK8s, exportMigPartedJson, exportMigPartedYaml, exportSlurm } from '../../partition/export.js';
 import { openGpuPort, type DeviceOptions } from '../device.js';
 import { writeJson, type Io } from '../io.js';
 import { withDeviceOptions } from './status.js';
-
-/** The GPUs as `export` sees them: MIG mode and the instances counted as mig-parted counts them. */
-export function exportGpusOf(found: readonly FoundGpu[]): ExportGpu[] {
-  return found.map((g) => ({
-    index: g.info.index,
-    uuid: g.info.uuid,
-    pciDeviceId: g.info.pciDeviceId,
-    productName: g.info.name,
-    migEnabled: g.info.migMode?.current === 'enabled',
-    migDevices: g.current && g.info.migMode?.current === 'enabled' ? migDeviceCounts(g.current.instances) : {},
-  }));
-}
 
 /** `migpool export`: the current state as a mig-parted config, or as Kubernetes or Slurm see it. */
 export function registerExport(program: Command, io: Io): void {
