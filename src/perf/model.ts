@@ -1,0 +1,80 @@
+import { badInput } from '../errors.js';
+import type { GpuModel } from '../mig/types.js';
+import { iterationTime } from './curve.js';
+import { effectiveCapacity, resourceShape, type ResourceShape } from './resources.js';
+import type { Prediction, Resource, Workload } from './types.js';
+
+/**
+ * ASSUMPTION (time-slicing): N processes on one GPU without MIG or MPS take turns; each sees the
+ * whole GPU for 1/N of the time, and switching contexts costs this share of the GPU's time. No
+ * overlap of one job's CPU-side latency with another's GPU work is credited, so time-slicing never
+ * beats one job on the whole GPU. Not calibrated: a stated default.
+ */
+export const TIMESLICE_OVERHEAD = 0.05;
+
+/**
+ * ASSUMPTION (MPS): N processes run side by side, each with 1/N of the GPU's effective capacity
+ * (as if CUDA_MPS_ACTIVE_THREAD_PERCENTAGE split it evenly), and each loses this share of its
+ * throughput to contention for the L2 cache and memory bandwidth, which MPS does not partition.
+ * Not calibrated: a stated default.
+ */
+export const MPS_CONTENTION = 0.1;
+
+function shapeOf(resource: Resource): ResourceShape {
+  return resourceShape(resource.gpu, resource.kind === 'mig' ? resource.profile : null);
+}
+
+function jobsOf(resource: Resource): number {
+  if (resource.kind !== 'timeslice' && resource.kind !== 'mps') return 1;
+  if (!Number.isInteger(resource.jobs) || resource.jobs < 1) {
+    throw badInput(`${resource.kind} on ${resource.gpu.name}: the number of jobs must be a positive integer, got ${resource.jobs}`);
+  }
+  return resource.jobs;
+}
+
+/**
+ * How fast one job of `workload` runs on `resource`: iteration time, samples/s and time per epoch,
+ * and whether it fits in memory (a job that does not fit has no speed). For `timeslice` and `mps`
+ * the answer is for each of the N jobs; all N must fit in the GPU's memory together.
+ */
+export function predict(workload: Workload, resource: Resource): Prediction {
+  const shape = shapeOf(resource);
+  const jobs = jobsOf(resource);
+  const caveats = [...shape.caveats];
+  const m = workload.curve.memoryBoundShare;
+  const full = effectiveCapacity(shape, m);
+  const capacity = resource.kind === 'mps' ? full / jobs : full;
+  if (workload.memoryGiB === null) caveats.push(`${workload.name}: memory need unknown, assumed to fit`);
+  const fits = workload.memoryGiB === null || shape.memoryGiB === null || shape.memoryGiB >= jobs * workload.memoryGiB;
+  if (!fits) return { fits, iterationMs: null, samplesPerSecond: null, epochSeconds: null, effectiveCapacity: capacity, caveats };
+  let ms = iterationTime(workload.curve, workload.batchSize, capacity);
+  if (resource.kind === 'timeslice') ms = (ms * jobs) / (1 - TIMESLICE_OVERHEAD);
+  if (resource.kind === 'mps') ms = ms / (1 - MPS_CONTENTION);
+  const samplesPerSecond = (workload.batchSize * 1000) / ms;
+  return { fits, iterationMs: ms, samplesPerSecond, epochSeconds: workload.datasetSize / samplesPerSecond, effectiveCapacity: capacity, caveats };
+}
+
+/** N identical jobs of a workload on one GPU, and what they do together. */
+export interface PackedPrediction {
+  readonly jobs: number;
+  /** Each job's prediction (they are identical). */
+  readonly perJob: Prediction;
+  /** Sum over the jobs; null when they do not fit. */
+  readonly aggregateSamplesPerSecond: number | null;
+}
+
+/**
+ * `jobs` copies of `workload`, each on its own MIG instance of `profile` (isolated: no interference
+ * between instances is modelled), or on the whole GPU (`profile` null, jobs must be 1), or sharing
+ * it by `timeslice` / `mps`.
+ */
+export function predictPacked(workload: Workload, gpu: GpuModel, how: { profile: string | null } | { sharing: 'timeslice' | 'mps' }, jobs: number): PackedPrediction {
+  let resource: Resource;
+  if ('sharing' in how) resource = { kind: how.sharing, gpu, jobs };
+  else if (how.profile === null) {
+    if (jobs !== 1) throw badInput(`a whole ${gpu.name} runs one job; for ${jobs} use MIG instances, time-slicing or MPS`);
+    resource = { kind: 'full', gpu };
+  } else resource = { kind: 'mig', gpu, profile: how.profile };
+  const perJob = predict(workload, resource);
+  return { jobs, perJob, aggregateSamplesPerSecond: perJob.samplesPerSecond === null ? null : perJob.samplesPerSecond * jobs };
+}
