@@ -107,6 +107,19 @@ describe('apply on the simulator', () => {
     expect((await port.listGpus()).map((g) => g.migMode?.current)).toEqual(['enabled', 'enabled']);
   });
 
+  it('turning MIG off destroys the instances, then changes the mode and resets', async () => {
+    const port = new SimulatedGpuPort(SimulatedMachine.create(parseSimulateSpec('2xA100-SXM4-40GB')));
+    await apply(port, { '3g.20gb': 2 });
+    const found = await readCurrentState(port);
+    const off = new Map<number, DesiredGpu>(found.map((g) => [g.info.index, { migEnabled: false, groups: [] }]));
+    await executePlans(port, planAll(found, off, {}).plans, 'test', journal());
+    expect((await port.listGpus()).map((g) => g.migMode)).toEqual([
+      { current: 'disabled', pending: 'disabled' },
+      { current: 'disabled', pending: 'disabled' },
+    ]);
+    expect(await port.listGpuInstances()).toEqual([]);
+  });
+
   it('--skip-reset leaves the change pending and creates nothing on that GPU', async () => {
     const port = new SimulatedGpuPort(SimulatedMachine.create(parseSimulateSpec('A100-40GB')));
     const { report } = await apply(port, { '7g.40gb': 1 }, journal(), { skipReset: true });

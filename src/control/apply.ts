@@ -53,8 +53,13 @@ export async function executePlans(port: GpuPort, plans: readonly GpuPlan[], tar
   const now = options.now ?? (() => new Date());
   const earlier = journal.read();
   const resumed = earlier ? describeInterrupted(earlier) : null;
-  const all = plans.flatMap((p) => p.operations);
-  const ordered = [...all.filter((o) => MODE_KINDS.has(o.kind)), ...all.filter((o) => !MODE_KINDS.has(o.kind))];
+  // MIG mode changes of every GPU first, then instance changes; a GPU leaving MIG mode destroys its
+  // instances before its mode change (a reset would take them anyway, but not one by one).
+  const disabling = (p: GpuPlan) => p.operations.some((o) => o.kind === 'set-mig-mode' && !o.enabled);
+  const modePhase = plans.flatMap((p) => (disabling(p) ? p.operations : p.operations.filter((o) => MODE_KINDS.has(o.kind))));
+  const configPhase = plans.flatMap((p) => (disabling(p) ? [] : p.operations.filter((o) => !MODE_KINDS.has(o.kind))));
+  const ordered = [...modePhase, ...configPhase];
+  const inModePhase = new Set<PlanOperation>(modePhase);
   const state: ApplyJournal = { version: 1, target, startedAt: now().toISOString(), operations: ordered.map((op) => ({ op, status: 'pending' })) };
   const notes: string[] = [];
   if (ordered.length === 0) {
@@ -70,7 +75,7 @@ export async function executePlans(port: GpuPort, plans: readonly GpuPlan[], tar
 
   for (const entry of state.operations) {
     const op = entry.op;
-    const nextPhase = MODE_KINDS.has(op.kind) ? 'mode' : 'config';
+    const nextPhase = inModePhase.has(op) ? 'mode' : 'config';
     if (nextPhase !== phase) {
       phase = nextPhase;
       await (phase === 'mode' ? options.beforeMode?.() : options.beforeConfig?.());

@@ -14,6 +14,11 @@ export class SimulatedGpuPort implements GpuPort {
     this.onChange = onChange;
   }
 
+  /** Writes the machine's state now (after changing it directly, e.g. attaching a process). */
+  persist(): void {
+    this.onChange();
+  }
+
   /** Runs a mutation, persisting the state whether it succeeded or not (a fault is consumed). */
   private mutate<T>(op: () => T): Promise<T> {
     try {
