@@ -2,6 +2,7 @@ import { Command, CommanderError } from 'commander';
 import { exitCodeFor, MigpoolError } from '../errors.js';
 import { registerGpus, registerProfiles } from './commands/catalog.js';
 import { registerCheck, registerLayouts } from './commands/geometry.js';
+import { registerBench } from './commands/bench.js';
 import { registerExport } from './commands/export.js';
 import { registerPartition } from './commands/partition.js';
 import { registerSim } from './commands/sim.js';
@@ -23,6 +24,7 @@ export function buildProgram(io: Io): Command {
   registerStatus(program, io);
   registerPartition(program, io);
   registerExport(program, io);
+  registerBench(program, io);
   registerSim(program, io);
   const all = (cmds: readonly Command[]): Command[] => cmds.flatMap((c) => [c, ...all(c.commands)]);
   for (const cmd of all(program.commands)) cmd.exitOverride().configureOutput({ writeOut: (s) => io.out(s), writeErr: (s) => io.err(s) });
