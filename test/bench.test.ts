@@ -125,3 +125,15 @@ describe('migpool bench for real, on simulated GPUs', () => {
     expect(running(marker)).toEqual([]);
   }, 30_000);
 });
+
+describe('migpool workloads', () => {
+  it('lists the built-in workloads and, with --fit, each curve\'s error on its points and on points left out', async () => {
+    const list = await cli('workloads');
+    expect(list.out).toMatch(/^resnet26-cifar10\s+small\s+128/m);
+    expect(list.out).toMatch(/^resnet152-imagenet\s+large/m);
+    const fit = JSON.parse((await cli('workloads', '--fit', '--json')).out) as { models: { id: string; calibration: { mean: number }; leaveOut: { mean: number } }[] };
+    const resnet = fit.models.find((m) => m.id === 'miso/resnet');
+    expect(resnet?.calibration.mean).toBeLessThan(0.05);
+    expect(resnet?.leaveOut.mean).toBeLessThan(0.08);
+  });
+});

@@ -6,6 +6,7 @@ import { registerBench } from './commands/bench.js';
 import { registerExport } from './commands/export.js';
 import { registerPartition } from './commands/partition.js';
 import { registerSim } from './commands/sim.js';
+import { registerWorkloads } from './commands/workloads.js';
 import { registerStatus } from './commands/status.js';
 import { processIo, type Io } from './io.js';
 
@@ -25,6 +26,7 @@ export function buildProgram(io: Io): Command {
   registerPartition(program, io);
   registerExport(program, io);
   registerBench(program, io);
+  registerWorkloads(program, io);
   registerSim(program, io);
   const all = (cmds: readonly Command[]): Command[] => cmds.flatMap((c) => [c, ...all(c.commands)]);
   for (const cmd of all(program.commands)) cmd.exitOverride().configureOutput({ writeOut: (s) => io.out(s), writeErr: (s) => io.err(s) });

@@ -1,0 +1,39 @@
+import type { Command } from 'commander';
+import { fitReport } from '../../perf/report.js';
+import { builtInWorkloads } from '../../perf/workloads.js';
+import { writeJson, type Io } from '../io.js';
+import { renderTable } from '../table.js';
+
+const pct = (v: number) => `${(v * 100).toFixed(1)}%`;
+
+/** `migpool workloads [--fit]`: the performance model's workloads, and how well its curves fit. */
+export function registerWorkloads(program: Command, io: Io): void {
+  program
+    .command('workloads')
+    .description("list the performance model's built-in workloads; --fit shows each calibrated curve's error")
+    .option('--fit', 'fit errors on the calibration points and on points left out of the fit')
+    .option('--json', 'print JSON')
+    .action((opts: { fit?: boolean; json?: boolean }) => {
+      if (opts.fit) {
+        const report = fitReport();
+        if (opts.json) return writeJson(io, { models: report });
+        const rows = report.map((r) => [
+          r.id,
+          String(r.calibration.points),
+          pct(r.calibration.mean),
+          pct(r.calibration.max),
+          `${pct(r.leaveOut.mean)} / ${pct(r.leaveOut.max)} (${r.leaveOut.kind})`,
+          r.notes.join('; '),
+        ]);
+        return io.out(renderTable(['MODEL', 'POINTS', 'MEAN ERR', 'MAX ERR', 'LEFT OUT: MEAN / MAX', 'NOTES'], rows));
+      }
+      const workloads = builtInWorkloads();
+      if (opts.json) return writeJson(io, { workloads });
+      io.out(
+        renderTable(
+          ['WORKLOAD', 'ALIASES', 'BATCH', 'DATASET', 'MEMORY GiB', 'DESCRIPTION'],
+          workloads.map((w) => [w.name, w.aliases.join(','), String(w.batchSize), String(w.datasetSize), w.memoryGiB === null ? '?' : w.memoryGiB.toFixed(2), w.description]),
+        ),
+      );
+    });
+}
