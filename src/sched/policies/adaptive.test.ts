@@ -1,0 +1,60 @@
+import { describe, expect, it } from 'vitest';
+import { resolveGpuModel } from '../../mig/catalog/index.js';
+import { predict } from '../../perf/model.js';
+import { resolveWorkload } from '../../perf/workloads.js';
+import { DEFAULT_RECONFIGURE_SECONDS, simulate } from '../../sim/engine.js';
+import { parseFleet } from '../../sim/fleet.js';
+import type { JobSpec } from '../types.js';
+import { migpoolPolicy } from './migpool.js';
+import { misoPolicy } from './miso.js';
+
+const small = resolveWorkload('small');
+const a100 = resolveGpuModel('A100-40GB');
+
+function job(id: string, arrival: number, work: number, more: Partial<JobSpec> = {}): JobSpec {
+  return { id, workload: small, gpus: 1, priority: 'foreground', arrival, work, memoryGiB: null, profile: null, ...more };
+}
+
+/** A small job's speed on a 1g.5gb slice, relative to a whole A100 (what the engine uses). */
+const oneG = (predict(small, { kind: 'mig', gpu: a100, profile: '1g.5gb' }).samplesPerSecond ?? 0) / (predict(small, { kind: 'full', gpu: a100 }).samplesPerSecond ?? 1);
+
+describe('migpool policy', () => {
+  it('gives whole GPUs while they are plenty: two jobs on eight idle GPUs finish in their own time', () => {
+    const r = simulate({ fleet: parseFleet('8xA100-40GB'), jobs: [job('a', 0, 100), job('b', 0, 50)], policy: migpoolPolicy(), seed: 1 });
+    expect(r.jcts).toEqual([100, 50]);
+    expect(r.metrics.reconfigurations).toBe(0);
+  });
+
+  it('packs when jobs wait: seven small jobs on one A100 run side by side on 1g slices after one re-partition', () => {
+    const jobs = Array.from({ length: 7 }, (_, k) => job(`j${k}`, 0, 100));
+    const r = simulate({ fleet: parseFleet('1xA100-40GB'), jobs, policy: migpoolPolicy(), seed: 1 });
+    expect(r.metrics.completed).toBe(7);
+    expect(r.metrics.reconfigurations).toBe(1);
+    // Each on a one-compute-slice instance (1g.5gb, or the one 1g.10gb that fits beside six).
+    for (const jct of r.jcts) expect(jct).toBeLessThanOrEqual(DEFAULT_RECONFIGURE_SECONDS + 100 / oneG + 1e-6);
+    // One after another on the whole GPU they would take 700 s; packed, about 10 + 100/0.45.
+    expect(r.metrics.makespanSeconds).toBeLessThan(700);
+  });
+
+  it('a foreground job that finds nothing takes a background job\'s slice (checkpointed, requeued)', () => {
+    const jobs = [...Array.from({ length: 7 }, (_, k) => job(`bg${k}`, 0, 1000, { priority: 'background' })), job('fg', 50, 10)];
+    const r = simulate({ fleet: parseFleet('1xA100-40GB'), jobs, policy: migpoolPolicy(), seed: 1 });
+    expect(r.metrics.completed).toBe(8);
+    expect(r.byPriority.foreground.avgJctSeconds).toBeLessThan(10 / oneG + 1);
+  });
+});
+
+describe('miso policy', () => {
+  it('re-partitions a GPU when a second job arrives (checkpointing the first) and when one leaves', () => {
+    const r = simulate({ fleet: parseFleet('1xA100-40GB'), jobs: [job('a', 0, 1000), job('b', 100, 100)], policy: misoPolicy(), seed: 1 });
+    expect(r.metrics.completed).toBe(2);
+    // MIG on for a, re-cut for a+b, re-cut for a alone when b ends.
+    expect(r.metrics.reconfigurations).toBe(3);
+    expect(r.jcts[0]).toBeGreaterThan(1000);
+  });
+
+  it('starts a lone late job on an idle cluster (no event needed)', () => {
+    const r = simulate({ fleet: parseFleet('2xA100-40GB'), jobs: [job('a', 0, 10), job('b', 5000, 10)], policy: misoPolicy(), seed: 1 });
+    expect(r.metrics.completed).toBe(2);
+  });
+});

@@ -1,0 +1,52 @@
+import { describe, expect, it } from 'vitest';
+import { resolveWorkload } from '../../perf/workloads.js';
+import { simulate } from '../../sim/engine.js';
+import { parseFleet } from '../../sim/fleet.js';
+import { createRandom } from '../../sim/random.js';
+import { parsePolicy } from '../registry.js';
+import type { ClusterView, JobSpec, Policy } from '../types.js';
+import { Picker } from './common.js';
+
+/** The same policy seeing a plain view, without the simulator's index. */
+function withoutIndex(policy: Policy): Policy {
+  return {
+    name: policy.name,
+    decide: (view, ctx) => {
+      const plain: ClusterView = { now: view.now, gpus: view.gpus, queue: view.queue, running: view.running };
+      return policy.decide(plain, ctx);
+    },
+  };
+}
+
+describe('policy helpers', () => {
+  it('Picker hands each item out once and keeps rejected ones for later', () => {
+    const p = new Picker([1, 2, 3, 4]);
+    expect(p.take((x) => x % 2 === 0)).toBe(2);
+    expect(p.takeMany(2, (x) => x > 2)).toEqual([3, 4]);
+    expect(p.takeMany(2)).toBeNull();
+    expect(p.take()).toBe(1);
+    expect(p.hasAny()).toBe(false);
+  });
+
+  it('policies decide the same with and without the index', () => {
+    const random = createRandom(7);
+    const names = ['small', 'medium', 'large'].map((n) => resolveWorkload(n));
+    const jobs: JobSpec[] = Array.from({ length: 300 }, (_, i) => ({
+      id: `j${i}`,
+      workload: names[Math.floor(random() * 3)] ?? names[0]!,
+      gpus: random() < 0.1 ? 2 : 1,
+      priority: random() < 0.3 ? 'background' : 'foreground',
+      arrival: Math.floor(random() * 2000),
+      work: 1 + Math.floor(random() * 600),
+      memoryGiB: null,
+      profile: null,
+    }));
+    const fleet = parseFleet('6xA100-40GB');
+    for (const name of ['exclusive', 'timeslice:3', 'mps:2', 'static:7x1g.5gb', 'static:3g.20gb+2g.10gb+1g.5gb+1g.5gb']) {
+      const fast = simulate({ fleet, jobs, seed: 1, policy: parsePolicy(name) });
+      const plain = simulate({ fleet, jobs, seed: 1, policy: withoutIndex(parsePolicy(name)) });
+      expect(plain.metrics.completed, name).toBe(jobs.length);
+      expect(plain.metrics.avgJctSeconds, name).toBeCloseTo(fast.metrics.avgJctSeconds, 6);
+    }
+  });
+});

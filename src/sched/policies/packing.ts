@@ -1,0 +1,194 @@
+import { enumerateLayouts } from '../../mig/geometry.js';
+import type { GpuModel } from '../../mig/types.js';
+import type { JobSpec, PolicyContext } from '../types.js';
+
+/** A layout chosen for a set of jobs: instances by start, and which job goes on which. */
+export interface PackedLayout {
+  readonly layout: readonly { readonly profile: string; readonly start: number }[];
+  /** Job id -> placement start of its instance. */
+  readonly assignment: ReadonlyMap<string, number>;
+  /** Sum of the assigned jobs' speeds (full-GPU work per second). */
+  readonly value: number;
+}
+
+const layoutsByModel = new Map<string, ReturnType<typeof enumerateLayouts>>();
+
+function layoutsOf(model: GpuModel) {
+  let all = layoutsByModel.get(model.name);
+  if (!all) {
+    // Plain profiles only (media-engine variants have the same speed and are scarcer).
+    const plain = { ...model, giProfiles: model.giProfiles.filter((p) => !/[+-]/.test(p.name)) };
+    all = enumerateLayouts(plain);
+    layoutsByModel.set(model.name, all);
+  }
+  return all;
+}
+
+/**
+ * The layout of a fully idle GPU and an assignment of `jobs` (at most one per instance) that
+ * maximise the total speed of the jobs placed, as MISO chooses partitions: every legal layout of
+ * the model is tried, each with the best assignment (dynamic programming over instances and
+ * subsets of jobs). `mustPlaceAll` keeps only layouts that place every job. Ties go to the layout
+ * with fewer instances (more room per job), then to the first found. Null when nothing fits.
+ */
+export function bestLayoutFor(model: GpuModel, given: readonly JobSpec[], ctx: PolicyContext, mustPlaceAll: boolean): PackedLayout | null {
+  // Jobs of the same workload and memory are interchangeable: solve once per multiset (cached).
+  const keyOf = (j: JobSpec) => `${j.workload.name}|${j.memoryGiB ?? ''}|${j.profile ?? ''}`;
+  const jobs = [...given].sort((a, b) => keyOf(a).localeCompare(keyOf(b)));
+  const cacheKey = `${model.name}#${mustPlaceAll}#${jobs.map(keyOf).join(',')}`;
+  const cached = solved.get(cacheKey);
+  if (cached !== undefined) {
+    if (cached === null) return null;
+    const assignment = new Map<string, number>();
+    cached.starts.forEach((start, k) => {
+      if (start !== null) assignment.set((jobs[k] as JobSpec).id, start);
+    });
+    return { layout: cached.layout, assignment, value: cached.value };
+  }
+  const result = solve(model, jobs, ctx, mustPlaceAll);
+  solved.set(cacheKey, result === null ? null : { layout: result.layout, value: result.value, starts: jobs.map((j) => result.assignment.get(j.id) ?? null) });
+  return result;
+}
+
+const solved = new Map<string, { layout: PackedLayout['layout']; value: number; starts: (number | null)[] } | null>();
+
+function solve(model: GpuModel, jobs: readonly JobSpec[], ctx: PolicyContext, mustPlaceAll: boolean): PackedLayout | null {
+  const n = jobs.length;
+  if (n === 0 || n > 8) return null;
+  const speedCache = new Map<string, number>();
+  const speed = (j: number, profile: string): number => {
+    const key = `${j}:${profile}`;
+    let v = speedCache.get(key);
+    if (v === undefined) {
+      const job = jobs[j] as JobSpec;
+      const on = { kind: 'instance' as const, model, profile };
+      v = ctx.fits(job, on) ? ctx.speedOn(job, on) : -1;
+      speedCache.set(key, v);
+    }
+    return v;
+  };
+  let best: PackedLayout | null = null;
+  for (const layout of layoutsOf(model)) {
+    const inst = layout.instances;
+    if (mustPlaceAll && inst.length < n) continue;
+    // dp[mask] = best value placing the jobs in mask on the first k instances.
+    let dp = new Map<number, { value: number; picks: number[] }>([[0, { value: 0, picks: [] }]]);
+    for (const instance of inst) {
+      const next = new Map(dp);
+      for (const [mask, state] of dp) {
+        for (let j = 0; j < n; j++) {
+          if (mask & (1 << j)) continue;
+          const s = speed(j, instance.profile.name);
+          if (s < 0) continue;
+          const m2 = mask | (1 << j);
+          const v = state.value + s;
+          const cur = next.get(m2);
+          if (!cur || v > cur.value + 1e-12) next.set(m2, { value: v, picks: [...state.picks, j * 100 + inst.indexOf(instance)] });
+        }
+      }
+      dp = next;
+    }
+    for (const [mask, state] of dp) {
+      if (mustPlaceAll && mask !== (1 << n) - 1) continue;
+      const better = !best || state.value > best.value + 1e-9 || (Math.abs(state.value - best.value) <= 1e-9 && inst.length < best.layout.length);
+      if (!better) continue;
+      const assignment = new Map<string, number>();
+      for (const pick of state.picks) {
+        const job = jobs[Math.floor(pick / 100)] as JobSpec;
+        assignment.set(job.id, (inst[pick % 100] as (typeof inst)[number]).start);
+      }
+      best = { layout: inst.map((i) => ({ profile: i.profile.name, start: i.start })), assignment, value: state.value };
+    }
+  }
+  return best;
+}
+
+const extensionCache = new Map<string, PackedLayout | null>();
+
+/**
+ * Re-cutting the idle part of a GPU: among the model's legal layouts that keep every instance in
+ * `fixed` (busy ones: same profile and start), the one whose other instances hold the most of
+ * `jobs` by total speed, with the assignment. Instances in `fixed` take no job. Jobs for which
+ * `allowed(job, profile)` is false are not placed on that profile. Cached per model, fixed set and
+ * multiset of jobs. Null when no job can be placed.
+ */
+export function bestExtension(
+  model: GpuModel,
+  fixed: readonly { readonly profile: string; readonly start: number }[],
+  given: readonly JobSpec[],
+  ctx: PolicyContext,
+  allowed: (job: JobSpec, profile: string) => boolean,
+): PackedLayout | null {
+  const keyOf = (j: JobSpec) => `${j.workload.name}|${j.memoryGiB ?? ''}`;
+  const jobs = [...given].sort((a, b) => keyOf(a).localeCompare(keyOf(b)));
+  const fixedKey = [...fixed].map((f) => `${f.profile}@${f.start}`).sort().join('+');
+  const cacheKey = `${model.name}#${fixedKey}#${jobs.map(keyOf).join(',')}`;
+  if (extensionCache.size > 200_000) extensionCache.clear();
+  let result = extensionCache.get(cacheKey);
+  if (result === undefined) {
+    result = solveExtension(model, fixed, jobs, ctx, allowed);
+    extensionCache.set(cacheKey, result === null ? null : { ...result, assignment: new Map([...result.assignment].map(([id, start]) => [String(jobs.findIndex((j) => j.id === id)), start])) });
+    return result;
+  }
+  if (result === null) return null;
+  const assignment = new Map<string, number>();
+  for (const [k, start] of result.assignment) assignment.set((jobs[Number(k)] as JobSpec).id, start);
+  return { layout: result.layout, assignment, value: result.value };
+}
+
+function solveExtension(
+  model: GpuModel,
+  fixed: readonly { readonly profile: string; readonly start: number }[],
+  jobs: readonly JobSpec[],
+  ctx: PolicyContext,
+  allowed: (job: JobSpec, profile: string) => boolean,
+): PackedLayout | null {
+  const n = jobs.length;
+  if (n === 0 || n > 8) return null;
+  const speed = new Map<string, number>();
+  const speedOf = (j: number, profile: string): number => {
+    const key = `${j}:${profile}`;
+    let v = speed.get(key);
+    if (v === undefined) {
+      const job = jobs[j] as JobSpec;
+      const on = { kind: 'instance' as const, model, profile };
+      v = ctx.fits(job, on) && allowed(job, profile) ? ctx.speedOn(job, on) : -1;
+      speed.set(key, v);
+    }
+    return v;
+  };
+  let best: PackedLayout | null = null;
+  for (const layout of layoutsOf(model)) {
+    const inst = layout.instances;
+    if (!fixed.every((f) => inst.some((i) => i.start === f.start && i.profile.name === f.profile))) continue;
+    const free = inst.filter((i) => !fixed.some((f) => f.start === i.start && f.profile === i.profile.name));
+    if (free.length === 0) continue;
+    let dp = new Map<number, { value: number; picks: [number, number][] }>([[0, { value: 0, picks: [] }]]);
+    for (const instance of free) {
+      const next = new Map(dp);
+      for (const [mask, state] of dp) {
+        for (let j = 0; j < n; j++) {
+          if (mask & (1 << j)) continue;
+          const s = speedOf(j, instance.profile.name);
+          if (s < 0) continue;
+          const m2 = mask | (1 << j);
+          const v = state.value + s;
+          const cur = next.get(m2);
+          if (!cur || v > cur.value + 1e-12) next.set(m2, { value: v, picks: [...state.picks, [j, instance.start]] });
+        }
+      }
+      dp = next;
+    }
+    for (const state of dp.values()) {
+      if (state.picks.length === 0) continue;
+      const better = !best || state.value > best.value + 1e-9 || (Math.abs(state.value - best.value) <= 1e-9 && inst.length < best.layout.length);
+      if (!better) continue;
+      best = {
+        layout: inst.map((i) => ({ profile: i.profile.name, start: i.start })),
+        assignment: new Map(state.picks.map(([j, start]) => [(jobs[j] as JobSpec).id, start])),
+        value: state.value,
+      };
+    }
+  }
+  return best;
+}

@@ -1,0 +1,51 @@
+import { badInput } from '../errors.js';
+import { exclusivePolicy } from './policies/exclusive.js';
+import { migpoolPolicy } from './policies/migpool.js';
+import { misoPolicy } from './policies/miso.js';
+import { MAX_SHARERS, sharingPolicy } from './policies/sharing.js';
+import { staticPolicy } from './policies/static.js';
+import type { Policy } from './types.js';
+
+/** The policy names `parsePolicy` accepts, for help texts. */
+export const POLICY_NAMES: readonly string[] = ['exclusive', 'timeslice:N', 'mps:N', 'static:LAYOUT', 'miso', 'migpool'];
+
+const VALID = `valid policies: ${POLICY_NAMES.join(', ')} (N: 1 to ${MAX_SHARERS} jobs per GPU; LAYOUT: e.g. 7x1g.5gb or 3g.20gb+2g.10gb+1g.5gb+1g.5gb)`;
+
+/**
+ * The policy a name stands for: `exclusive`, `timeslice:N`, `mps:N` (N jobs per GPU at most),
+ * `static:LAYOUT`, `miso`, `migpool` (case-insensitive keywords). The policy's `name` is the text
+ * as given (trimmed), so that reports show what the user wrote. Unknown names and bad arguments
+ * are BAD_INPUT errors listing the valid names.
+ */
+export function parsePolicy(text: string): Policy {
+  const name = text.trim();
+  const colon = name.indexOf(':');
+  const head = (colon < 0 ? name : name.slice(0, colon)).toLowerCase();
+  const arg = colon < 0 ? null : name.slice(colon + 1).trim();
+  const named = (p: Policy): Policy => (p.name === name ? p : { name, decide: (view, ctx) => p.decide(view, ctx) });
+  switch (head) {
+    case 'exclusive':
+    case 'miso':
+    case 'migpool':
+      if (arg !== null) throw badInput(`policy '${name}': ${head} takes no argument; ${VALID}`);
+      return named(head === 'exclusive' ? exclusivePolicy() : head === 'miso' ? misoPolicy() : migpoolPolicy());
+    case 'timeslice':
+    case 'mps': {
+      const n = arg === null || !/^\d+$/.test(arg) ? NaN : Number(arg);
+      if (!Number.isInteger(n) || n < 1 || n > MAX_SHARERS) throw badInput(`policy '${name}': ${head} needs a number of jobs per GPU from 1 to ${MAX_SHARERS} (e.g. ${head}:2); ${VALID}`);
+      return sharingPolicy(head, n, name);
+    }
+    case 'static':
+      if (arg === null || arg === '') throw badInput(`policy '${name}': static needs a layout (e.g. static:7x1g.5gb); ${VALID}`);
+      return staticPolicy(arg, name);
+    default:
+      throw badInput(`unknown policy '${name}': ${VALID}`);
+  }
+}
+
+/** Parses a comma-separated list of policies (`exclusive,timeslice:2,static:7x1g.5gb`). */
+export function parsePolicies(list: string): Policy[] {
+  const names = list.split(',').map((s) => s.trim()).filter((s) => s !== '');
+  if (names.length === 0) throw badInput(`no policy given: ${VALID}`);
+  return names.map(parsePolicy);
+}

@@ -1,0 +1,118 @@
+import type { GiProfile, GpuModel } from '../mig/types.js';
+import type { Workload } from '../perf/types.js';
+
+/**
+ * The scheduling core's contract. A policy is a plain, deterministic function of a cluster view
+ * and the time: the simulator calls it with a virtual clock, the service with the wall clock.
+ * Policies never read a clock, never draw random numbers except from `ctx.random`, and never
+ * mutate the view.
+ */
+
+export type Priority = 'foreground' | 'background';
+
+/** A job as the scheduler knows it. */
+export interface JobSpec {
+  readonly id: string;
+  readonly workload: Workload;
+  /** Whole GPUs wanted (1 for single-GPU jobs, which MIG policies may place on a slice). */
+  readonly gpus: number;
+  readonly priority: Priority;
+  /** Seconds from the start of the trace (or wall-clock seconds in the service). */
+  readonly arrival: number;
+  /** The job's work: seconds it would take alone on one whole GPU of its type (MIG off). */
+  readonly work: number;
+  /** GPU memory it needs, GiB; null to use the workload's (or none known). */
+  readonly memoryGiB: number | null;
+  /** A MIG profile the user asked for (`1g.5gb`), or null to let the policy choose. */
+  readonly profile: string | null;
+}
+
+/** One MIG instance on a GPU: identified by the GPU and its placement start. */
+export interface InstanceView {
+  readonly gpu: number;
+  readonly profile: GiProfile;
+  readonly start: number;
+  readonly size: number;
+  /** The job running on it, or null when idle. */
+  readonly job: string | null;
+}
+
+/** One GPU. */
+export interface GpuView {
+  readonly id: number;
+  readonly model: GpuModel;
+  readonly migEnabled: boolean;
+  /** MIG instances (MIG on). */
+  readonly instances: readonly InstanceView[];
+  /** Jobs holding the whole GPU (MIG off): one when exclusive, several when shared. */
+  readonly wholeGpuJobs: readonly string[];
+  /** How the whole-GPU jobs share it: 'exclusive', 'timeslice' or 'mps'. */
+  readonly sharing: 'exclusive' | 'timeslice' | 'mps';
+  /** Until when a re-partition keeps the GPU's changing instances unavailable (null: none). */
+  readonly busyUntil: number | null;
+}
+
+/** A running job. */
+export interface RunningJobView {
+  readonly spec: JobSpec;
+  /** Where it runs: an instance, or whole GPUs. */
+  readonly placement: { readonly kind: 'instance'; readonly gpu: number; readonly start: number } | { readonly kind: 'gpus'; readonly gpus: readonly number[] };
+  readonly started: number;
+  /** Work (full-GPU seconds) done so far. */
+  readonly done: number;
+  /** Current speed, full-GPU seconds of work per second. */
+  readonly speed: number;
+}
+
+/** What a policy sees. */
+export interface ClusterView {
+  readonly now: number;
+  readonly gpus: readonly GpuView[];
+  /** Waiting jobs in arrival order (a preempted job returns to its arrival position). */
+  readonly queue: readonly JobSpec[];
+  readonly running: ReadonlyMap<string, RunningJobView>;
+}
+
+/** What a policy may do. The simulator (and the service) apply decisions in order. */
+export type Decision =
+  /** Start a queued job on an idle MIG instance (GPU `gpu`, placement start `start`). */
+  | { readonly kind: 'start-on-instance'; readonly job: string; readonly gpu: number; readonly start: number }
+  /**
+   * Start a queued job on whole GPUs with MIG off: alone (`exclusive`), or sharing each with
+   * other jobs by time-slicing or MPS.
+   */
+  | { readonly kind: 'start-on-gpus'; readonly job: string; readonly gpus: readonly number[]; readonly sharing: 'exclusive' | 'timeslice' | 'mps' }
+  /**
+   * Re-partition a GPU: MIG on with exactly `layout` (instances already there with the same
+   * profile and start are kept, with their jobs), or MIG off (`layout` null). Only idle instances
+   * may change unless their jobs were preempted first. Takes the reconfiguration time.
+   */
+  | { readonly kind: 'repartition'; readonly gpu: number; readonly layout: readonly { readonly profile: string; readonly start: number }[] | null }
+  /** Stop a running job and put it back in the queue (its work so far is kept: checkpointed). */
+  | { readonly kind: 'preempt'; readonly job: string };
+
+/** What a policy may use besides the view. */
+export interface PolicyContext {
+  /** Seeded random source in [0, 1). */
+  readonly random: () => number;
+  /** Full-GPU seconds of work per second a job does on a resource (from the performance model). */
+  readonly speedOn: (job: JobSpec, on: SpeedQuery) => number;
+  /** Whether the job fits the resource's memory. */
+  readonly fits: (job: JobSpec, on: SpeedQuery) => boolean;
+  /** Seconds a re-partition takes. */
+  readonly reconfigureSeconds: number;
+}
+
+/** A resource to ask about. */
+export type SpeedQuery =
+  | { readonly kind: 'instance'; readonly model: GpuModel; readonly profile: string }
+  | { readonly kind: 'whole'; readonly model: GpuModel }
+  | { readonly kind: 'timeslice' | 'mps'; readonly model: GpuModel; readonly jobs: number };
+
+/** A scheduling policy. */
+export interface Policy {
+  /** The name as given (`static:7x1g.5gb`). */
+  readonly name: string;
+  /** Decisions for now. Called after every event; returning nothing means wait. */
+  decide(view: ClusterView, ctx: PolicyContext): Decision[];
+}

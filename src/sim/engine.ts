@@ -1,0 +1,784 @@
+import { MigpoolError } from '../errors.js';
+import { findGiProfile } from '../mig/catalog/index.js';
+import { countingViolation } from '../mig/geometry.js';
+import type { GiProfile, GpuModel } from '../mig/types.js';
+import { predict } from '../perf/model.js';
+import type { Resource, Workload } from '../perf/types.js';
+import type { ClusterIndex, IndexedClusterView } from '../sched/policies/common.js';
+import type { Decision, GpuView, InstanceView, JobSpec, PolicyContext, Priority, RunningJobView, SpeedQuery } from '../sched/types.js';
+import { createRandom } from './random.js';
+import type { SimMetrics, SimulationInput, SimulationResult } from './types.js';
+
+/**
+ * ASSUMPTION: a re-partition (MIG on with a new layout, a layout change, or MIG off) makes the
+ * changed part of the GPU unavailable for this many seconds (destroying and creating GPU and
+ * compute instances, and restarting the jobs' containers, take seconds to tens of seconds; MIG
+ * mode changes may need a GPU reset). Instances kept by a re-partition keep running. Not measured:
+ * a stated default, overridden by SimulationInput.reconfigureSeconds.
+ */
+export const DEFAULT_RECONFIGURE_SECONDS = 10;
+
+/** Default timeline sampling period, simulated seconds. */
+export const DEFAULT_SAMPLE_EVERY_SECONDS = 3600;
+
+const PRIORITIES: readonly Priority[] = ['foreground', 'background'];
+
+class Inst implements InstanceView {
+  job: string | null = null;
+  /** When a job may first start on it (the end of the re-partition that created it). */
+  readyAt: number;
+  /** Whether it sits in the idle index. */
+  indexed = false;
+  constructor(
+    readonly g: Gpu,
+    readonly profile: GiProfile,
+    readonly start: number,
+    readonly size: number,
+    readyAt: number,
+    readonly key: string,
+  ) {
+    this.readyAt = readyAt;
+  }
+  get gpu(): number {
+    return this.g.id;
+  }
+}
+
+class Gpu implements GpuView {
+  migEnabled = false;
+  instances: Inst[] = [];
+  wholeGpuJobs: string[] = [];
+  sharing: 'exclusive' | 'timeslice' | 'mps' = 'exclusive';
+  busyUntil: number | null = null;
+  /** Instances with a job. */
+  busyInstances = 0;
+  /** Key of the whole-GPU index set it is in, or null. */
+  wholeKey: string | null = null;
+  constructor(
+    readonly id: number,
+    readonly model: GpuModel,
+  ) {}
+}
+
+class Job {
+  status: 'future' | 'queued' | 'running' | 'done' = 'future';
+  /** Work done up to `since`. */
+  base = 0;
+  since = 0;
+  speed = 0;
+  /** Seconds spent running, summed over runs. */
+  ranFor = 0;
+  runStart = 0;
+  finished = -1;
+  version = 0;
+  running: Running | null = null;
+  constructor(
+    readonly spec: JobSpec,
+    readonly order: number,
+    readonly memory: number | null,
+  ) {}
+}
+
+class Running implements RunningJobView {
+  constructor(
+    readonly job: Job,
+    readonly placement: RunningJobView['placement'],
+    readonly started: number,
+    private readonly clock: { now: number },
+    /** Compute slices it holds (per priority accounting; shared GPUs split evenly). */
+    public slices: number,
+    readonly inst: Inst | null,
+    readonly gpus: readonly Gpu[],
+  ) {}
+  get spec(): JobSpec {
+    return this.job.spec;
+  }
+  get done(): number {
+    return Math.min(this.job.spec.work, this.job.base + this.job.speed * (this.clock.now - this.job.since));
+  }
+  get speed(): number {
+    return this.job.speed;
+  }
+}
+
+interface SimEvent {
+  t: number;
+  seq: number;
+  job: Job | null;
+  version: number;
+  gpu: Gpu | null;
+}
+
+/** A binary min-heap of events by time, then insertion order. */
+class EventHeap {
+  private readonly a: SimEvent[] = [];
+  get size(): number {
+    return this.a.length;
+  }
+  peek(): SimEvent | undefined {
+    return this.a[0];
+  }
+  private less(x: SimEvent, y: SimEvent): boolean {
+    return x.t < y.t || (x.t === y.t && x.seq < y.seq);
+  }
+  push(e: SimEvent): void {
+    const a = this.a;
+    a.push(e);
+    let i = a.length - 1;
+    while (i > 0) {
+      const p = (i - 1) >> 1;
+      const pe = a[p] as SimEvent;
+      if (!this.less(e, pe)) break;
+      a[i] = pe;
+      i = p;
+    }
+    a[i] = e;
+  }
+  pop(): SimEvent | undefined {
+    const a = this.a;
+    const top = a[0];
+    const last = a.pop();
+    if (a.length === 0 || last === undefined) return top;
+    let i = 0;
+    const n = a.length;
+    for (;;) {
+      const l = 2 * i + 1;
+      if (l >= n) break;
+      const r = l + 1;
+      let c = l;
+      if (r < n && this.less(a[r] as SimEvent, a[l] as SimEvent)) c = r;
+      if (!this.less(a[c] as SimEvent, last)) break;
+      a[i] = a[c] as SimEvent;
+      i = c;
+    }
+    a[i] = last;
+    return top;
+  }
+}
+
+function bug(policy: string, now: number, what: string): MigpoolError {
+  return new MigpoolError('RUNTIME', `policy '${policy}' made an invalid decision at t=${now}s: ${what} (a bug in the policy)`);
+}
+
+/**
+ * Speeds and memory fits, cached: speed is the workload's samples/s on a resource over its
+ * samples/s on a whole GPU of the same model with MIG off (so `work`, full-GPU seconds, finishes
+ * on time on a whole GPU of any model). Memory is the job's `memoryGiB`, else its workload's.
+ */
+class Speeds {
+  private readonly cache = new Map<Workload, Map<string, number>>();
+  private readonly noMemory = new Map<Workload, Workload>();
+
+  relative(workload: Workload, model: GpuModel, kind: 'mig' | 'timeslice' | 'mps' | 'full', arg: string | number): number {
+    if (kind === 'full') return 1;
+    let perWorkload = this.cache.get(workload);
+    if (!perWorkload) {
+      perWorkload = new Map();
+      this.cache.set(workload, perWorkload);
+    }
+    const key = `${model.name}|${kind}|${arg}`;
+    let v = perWorkload.get(key);
+    if (v === undefined) {
+      let w = this.noMemory.get(workload);
+      if (!w) {
+        w = { ...workload, memoryGiB: null };
+        this.noMemory.set(workload, w);
+      }
+      const resource: Resource = kind === 'mig' ? { kind, gpu: model, profile: String(arg) } : { kind, gpu: model, jobs: Number(arg) };
+      const on = predict(w, resource).samplesPerSecond;
+      const full = predict(w, { kind: 'full', gpu: model }).samplesPerSecond;
+      v = on !== null && full !== null && full > 0 ? on / full : NaN;
+      if (!Number.isFinite(v) || v <= 0) throw new MigpoolError('RUNTIME', `the performance model gives no speed for ${workload.name} on ${model.name} ${kind} ${arg}`);
+      perWorkload.set(key, v);
+    }
+    return v;
+  }
+}
+
+function memoryOf(spec: JobSpec): number | null {
+  return spec.memoryGiB ?? spec.workload.memoryGiB;
+}
+
+function fitsMemory(need: number | null, have: number | null, jobs = 1): boolean {
+  return need === null || have === null || have >= jobs * need;
+}
+
+function percentile(sorted: readonly number[], p: number): number {
+  if (sorted.length === 0) return 0;
+  const rank = Math.min(sorted.length, Math.max(1, Math.ceil((p / 100) * sorted.length)));
+  return sorted[rank - 1] as number;
+}
+
+/**
+ * Replays `input.jobs` through `input.policy` on `input.fleet`: a discrete-event simulation with a
+ * virtual clock.
+ *
+ * - The clock starts at min(0, first arrival). All GPUs start with MIG off and idle.
+ * - Events: arrivals, completions, and ends of re-partitions. After each batch of simultaneous
+ *   events (and at the start, with the jobs arriving then) the policy decides; its decisions are checked and applied in
+ *   order. A decision the state does not allow is a bug in the policy: MigpoolError RUNTIME.
+ * - A job's speed (full-GPU seconds of work per second) is its workload's speed on its resource
+ *   over that on a whole GPU of the same model (performance model); on a time-sliced or MPS GPU it
+ *   depends on how many jobs share it, and changes for all of them when one comes or goes.
+ *   Multi-GPU jobs run on whole GPUs at speed 1 (no scaling model), or at the slowest of their
+ *   GPUs' shared speeds when they share.
+ * - A re-partition makes the instances it creates (or the whole GPU, when MIG is turned on or off)
+ *   unusable for `reconfigureSeconds` (DEFAULT_RECONFIGURE_SECONDS) and counts once; instances it
+ *   keeps (same profile and start) keep their jobs. A GPU cannot be re-partitioned again before the
+ *   last one is done; busy instances never change (preempt their jobs first).
+ * - Preempted jobs go back to the queue at their arrival position and keep their work done.
+ * - Metrics: JCT = completion - arrival; queueing = JCT - time running; makespan = last completion
+ *   - clock start; utilisation = busy compute-slice-seconds / (all compute slices x makespan), a
+ *   whole GPU busy with any job counts all its compute slices; per priority, busy slices of a
+ *   shared GPU are split evenly among its jobs and `reconfigurations` is the whole run's (they
+ *   are not attributable to a class). Percentiles are nearest-rank. Jobs the policy never runs
+ *   stay uncompleted. `jcts` holds completed jobs' JCTs in input order.
+ * - The view handed to the policy is live (the engine's own state, read-only by contract) and
+ *   carries a ClusterIndex (src/sched/policies/common.ts) for fast look-ups.
+ */
+export function simulate(input: SimulationInput): SimulationResult {
+  const policyName = input.policy.name;
+  const reconfigureSeconds = input.reconfigureSeconds ?? DEFAULT_RECONFIGURE_SECONDS;
+  const sampleEvery = input.sampleEverySeconds ?? DEFAULT_SAMPLE_EVERY_SECONDS;
+  if (!(reconfigureSeconds >= 0)) throw new MigpoolError('BAD_INPUT', `reconfigureSeconds must be 0 or more, got ${reconfigureSeconds}`);
+  if (!(sampleEvery > 0)) throw new MigpoolError('BAD_INPUT', `sampleEverySeconds must be positive, got ${sampleEvery}`);
+
+  // ---- jobs
+  const sortedSpecs = input.jobs
+    .map((spec, i) => ({ spec, i }))
+    .sort((a, b) => a.spec.arrival - b.spec.arrival || a.i - b.i);
+  const jobs: Job[] = [];
+  const byId = new Map<string, Job>();
+  const byInputIndex: Job[] = new Array<Job>(input.jobs.length);
+  for (const [order, { spec, i }] of sortedSpecs.entries()) {
+    if (byId.has(spec.id)) throw new MigpoolError('BAD_INPUT', `job id '${spec.id}' appears twice in the trace: ids must be unique`);
+    if (!(spec.work > 0) || !Number.isFinite(spec.work)) throw new MigpoolError('BAD_INPUT', `job '${spec.id}': work must be a positive number of seconds, got ${spec.work}`);
+    if (!Number.isInteger(spec.gpus) || spec.gpus < 1) throw new MigpoolError('BAD_INPUT', `job '${spec.id}': gpus must be a positive whole number, got ${spec.gpus}`);
+    if (!Number.isFinite(spec.arrival)) throw new MigpoolError('BAD_INPUT', `job '${spec.id}': arrival must be a number of seconds, got ${spec.arrival}`);
+    const job = new Job(spec, order, memoryOf(spec));
+    jobs.push(job);
+    byId.set(spec.id, job);
+    byInputIndex[i] = job;
+  }
+
+  // ---- fleet and index
+  const clock = { now: Math.min(0, jobs[0]?.spec.arrival ?? 0) };
+  const startTime = clock.now;
+  const gpus: Gpu[] = input.fleet.gpus.map((m, id) => new Gpu(id, m));
+  const totalSlices = gpus.reduce((s, g) => s + g.model.computeSlices, 0);
+
+  const wholeSets = new Map<string, Set<Gpu>>();
+  const emptySet = new Set<never>();
+  const idleInst = new Map<string, [Set<Inst>, Set<Inst>]>();
+  const idleMig = new Set<Gpu>();
+  const reconfiguring = new Set<Gpu>();
+  const wholeKeyOf = (jobsOn: number, sharing: string): string => (jobsOn === 0 ? '0' : `${jobsOn}|${sharing}`);
+
+  const reindexGpu = (g: Gpu): void => {
+    const settled = !reconfiguring.has(g);
+    const key = !g.migEnabled && settled ? wholeKeyOf(g.wholeGpuJobs.length, g.sharing) : null;
+    if (key !== g.wholeKey) {
+      if (g.wholeKey !== null) wholeSets.get(g.wholeKey)?.delete(g);
+      if (key !== null) {
+        let s = wholeSets.get(key);
+        if (!s) wholeSets.set(key, (s = new Set()));
+        s.add(g);
+      }
+      g.wholeKey = key;
+    }
+    if (g.migEnabled && settled && g.busyInstances === 0) idleMig.add(g);
+    else idleMig.delete(g);
+  };
+  const instSets = (key: string): [Set<Inst>, Set<Inst>] => {
+    let s = idleInst.get(key);
+    if (!s) idleInst.set(key, (s = [new Set(), new Set()]));
+    return s;
+  };
+  const reindexInst = (i: Inst): void => {
+    const want = i.job === null && i.readyAt <= clock.now && i.g.migEnabled && i.g.instances.includes(i);
+    if (i.indexed) {
+      const [b, f] = instSets(i.key);
+      b.delete(i);
+      f.delete(i);
+      i.indexed = false;
+    }
+    if (want) {
+      instSets(i.key)[i.g.busyInstances > 0 ? 0 : 1].add(i);
+      i.indexed = true;
+    }
+  };
+  /** Moves a GPU's idle instances between the busy-GPU and idle-GPU sets after busyInstances changed. */
+  const flipGpu = (g: Gpu): void => {
+    for (const i of g.instances) if (i.indexed) reindexInst(i);
+  };
+  for (const g of gpus) reindexGpu(g);
+
+  const index: ClusterIndex = {
+    wholeGpus: (n, sharing) => wholeSets.get(wholeKeyOf(n, sharing)) ?? emptySet,
+    idleInstances: (model, profile) => instSets(`${model}|${profile}`),
+    idleMigGpus: () => idleMig,
+    reconfiguringGpus: () => reconfiguring,
+  };
+
+  // ---- view and context
+  const queue: JobSpec[] = [];
+  const running = new Map<string, Running>();
+  const view: IndexedClusterView = {
+    get now() {
+      return clock.now;
+    },
+    gpus,
+    queue,
+    running,
+    index,
+  };
+  const speeds = new Speeds();
+  const random = createRandom(input.seed);
+  const profileCache = new Map<string, GiProfile>();
+  const profileOf = (model: GpuModel, name: string): GiProfile => {
+    const key = `${model.name}|${name}`;
+    let p = profileCache.get(key);
+    if (!p) {
+      p = findGiProfile(model, name);
+      profileCache.set(key, p);
+    }
+    return p;
+  };
+  const ctx: PolicyContext = {
+    random,
+    reconfigureSeconds,
+    speedOn: (job: JobSpec, on: SpeedQuery): number => {
+      if (on.kind === 'whole') return 1;
+      if (on.kind === 'instance') return speeds.relative(job.workload, on.model, 'mig', on.profile);
+      return speeds.relative(job.workload, on.model, on.kind, on.jobs);
+    },
+    fits: (job: JobSpec, on: SpeedQuery): boolean => {
+      const need = memoryOf(job);
+      if (need === null) return true;
+      if (on.kind === 'instance') return fitsMemory(need, profileOf(on.model, on.profile).memoryGiB);
+      return fitsMemory(need, on.model.memoryGB, on.kind === 'whole' ? 1 : on.jobs);
+    },
+  };
+
+  // ---- accounting
+  const heap = new EventHeap();
+  let seq = 0;
+  let events = 0;
+  let reconfigurations = 0;
+  let completed = 0;
+  let lastCompletion = startTime;
+  let busySlices = 0;
+  const busyByPriority: Record<Priority, number> = { foreground: 0, background: 0 };
+  let busyAcc = 0;
+  const busyAccByPriority: Record<Priority, number> = { foreground: 0, background: 0 };
+  let sampleAcc = 0;
+  let lastT = startTime;
+  let nextSample = startTime + sampleEvery;
+  const timeline: { t: number; utilization: number; queueLength: number }[] = [];
+
+  const advance = (t: number): void => {
+    while (nextSample <= t) {
+      const dt = nextSample - lastT;
+      sampleAcc += busySlices * dt;
+      busyAcc += busySlices * dt;
+      for (const p of PRIORITIES) busyAccByPriority[p] += busyByPriority[p] * dt;
+      timeline.push({ t: nextSample, utilization: totalSlices > 0 ? sampleAcc / (totalSlices * sampleEvery) : 0, queueLength: queue.length });
+      sampleAcc = 0;
+      lastT = nextSample;
+      nextSample += sampleEvery;
+    }
+    const dt = t - lastT;
+    if (dt > 0) {
+      sampleAcc += busySlices * dt;
+      busyAcc += busySlices * dt;
+      for (const p of PRIORITIES) busyAccByPriority[p] += busyByPriority[p] * dt;
+      lastT = t;
+    }
+    clock.now = t;
+  };
+
+  const setSlices = (r: Running, slices: number): void => {
+    const p = r.job.spec.priority;
+    busyByPriority[p] += slices - r.slices;
+    r.slices = slices;
+  };
+
+  /** Folds progress so far and sets a new speed, scheduling the completion. */
+  const setSpeed = (job: Job, speed: number): void => {
+    const now = clock.now;
+    job.base = Math.min(job.spec.work, job.base + job.speed * (now - job.since));
+    job.since = now;
+    job.speed = speed;
+    job.version++;
+    const remaining = job.spec.work - job.base;
+    heap.push({ t: remaining <= 0 ? now : now + remaining / speed, seq: seq++, job, version: job.version, gpu: null });
+  };
+
+  /** Speed of a whole-GPU job from the sharing on each of its GPUs. */
+  const wholeSpeed = (job: Job, on: readonly Gpu[]): number => {
+    let s = Number.POSITIVE_INFINITY;
+    for (const g of on) {
+      const n = g.wholeGpuJobs.length;
+      const v = g.sharing === 'exclusive' || n <= 1 ? 1 : speeds.relative(job.spec.workload, g.model, g.sharing, n);
+      if (v < s) s = v;
+    }
+    return s;
+  };
+
+  /** Recomputes the speed and slice share of every job on a shared GPU after its sharers changed. */
+  const reshare = (g: Gpu, except: Job | null): void => {
+    for (const id of g.wholeGpuJobs) {
+      const r = running.get(id);
+      if (!r || r.job === except) continue;
+      setSpeed(r.job, wholeSpeed(r.job, r.gpus));
+      let slices = 0;
+      for (const h of r.gpus) slices += h.model.computeSlices / h.wholeGpuJobs.length;
+      setSlices(r, slices);
+    }
+  };
+
+  // ---- queue maintenance
+  let queueDirty = false;
+  const reinserted = new Set<Job>();
+  const compactQueue = (): void => {
+    if (!queueDirty) return;
+    queueDirty = false;
+    let w = 0;
+    for (let r = 0; r < queue.length; r++) {
+      const spec = queue[r] as JobSpec;
+      const job = byId.get(spec.id) as Job;
+      if (job.status === 'queued' && !reinserted.has(job)) queue[w++] = spec;
+    }
+    queue.length = w;
+    if (reinserted.size > 0) {
+      const back = [...reinserted].filter((j) => j.status === 'queued').sort((a, b) => a.order - b.order);
+      reinserted.clear();
+      const merged: JobSpec[] = [];
+      let bi = 0;
+      for (const spec of queue) {
+        const o = (byId.get(spec.id) as Job).order;
+        while (bi < back.length && (back[bi] as Job).order < o) merged.push((back[bi++] as Job).spec);
+        merged.push(spec);
+      }
+      while (bi < back.length) merged.push((back[bi++] as Job).spec);
+      queue.length = 0;
+      for (const s of merged) queue.push(s);
+    }
+  };
+
+  // ---- applying decisions
+  const queuedJob = (id: string, what: string): Job => {
+    const job = byId.get(id);
+    if (!job) throw bug(policyName, clock.now, `${what}: no job '${id}'`);
+    if (job.status !== 'queued') throw bug(policyName, clock.now, `${what}: job '${id}' is ${job.status === 'future' ? 'not yet arrived' : job.status}, not queued`);
+    return job;
+  };
+  const gpuAt = (id: number, what: string): Gpu => {
+    const g = gpus[id];
+    if (!g || !Number.isInteger(id)) throw bug(policyName, clock.now, `${what}: no GPU ${id} (the fleet has ${gpus.length})`);
+    return g;
+  };
+
+  const beginRun = (job: Job): void => {
+    job.status = 'running';
+    job.since = clock.now;
+    job.runStart = clock.now;
+    queueDirty = true;
+  };
+
+  const startOnInstance = (d: Extract<Decision, { kind: 'start-on-instance' }>): void => {
+    const what = `start job '${d.job}' on GPU ${d.gpu} instance at ${d.start}`;
+    const job = queuedJob(d.job, what);
+    const g = gpuAt(d.gpu, what);
+    if (!g.migEnabled) throw bug(policyName, clock.now, `${what}: GPU ${d.gpu} has MIG off`);
+    const inst = g.instances.find((i) => i.start === d.start);
+    if (!inst) throw bug(policyName, clock.now, `${what}: GPU ${d.gpu} has no instance starting at ${d.start}`);
+    if (inst.job !== null) throw bug(policyName, clock.now, `${what}: the instance runs job '${inst.job}'`);
+    if (inst.readyAt > clock.now) throw bug(policyName, clock.now, `${what}: the instance is being created until t=${inst.readyAt}s`);
+    if (job.spec.gpus !== 1) throw bug(policyName, clock.now, `${what}: the job wants ${job.spec.gpus} GPUs; MIG instances take single-GPU jobs only`);
+    if (!fitsMemory(job.memory, inst.profile.memoryGiB)) throw bug(policyName, clock.now, `${what}: the job needs ${job.memory} GiB and ${inst.profile.name} has ${inst.profile.memoryGiB} GiB`);
+    beginRun(job);
+    inst.job = job.spec.id;
+    g.busyInstances++;
+    reindexInst(inst);
+    if (g.busyInstances === 1) {
+      flipGpu(g);
+      reindexGpu(g);
+    }
+    const r = new Running(job, { kind: 'instance', gpu: g.id, start: inst.start }, clock.now, clock, 0, inst, [g]);
+    job.running = r;
+    running.set(job.spec.id, r);
+    busySlices += inst.profile.computeSlices;
+    setSlices(r, inst.profile.computeSlices);
+    job.speed = 0;
+    setSpeed(job, speeds.relative(job.spec.workload, g.model, 'mig', inst.profile.name));
+  };
+
+  const startOnGpus = (d: Extract<Decision, { kind: 'start-on-gpus' }>): void => {
+    const what = `start job '${d.job}' on GPUs ${d.gpus.join(',')} (${d.sharing})`;
+    const job = queuedJob(d.job, what);
+    if (d.gpus.length !== job.spec.gpus) throw bug(policyName, clock.now, `${what}: the job wants ${job.spec.gpus} GPUs, got ${d.gpus.length}`);
+    if (new Set(d.gpus).size !== d.gpus.length) throw bug(policyName, clock.now, `${what}: a GPU is named twice`);
+    if (d.sharing !== 'exclusive' && d.sharing !== 'timeslice' && d.sharing !== 'mps') throw bug(policyName, clock.now, `${what}: unknown sharing '${String(d.sharing)}'`);
+    const on = d.gpus.map((id) => gpuAt(id, what));
+    for (const g of on) {
+      if (g.migEnabled) throw bug(policyName, clock.now, `${what}: GPU ${g.id} has MIG on`);
+      if (reconfiguring.has(g)) throw bug(policyName, clock.now, `${what}: GPU ${g.id} is being re-partitioned until t=${g.busyUntil}s`);
+      const n = g.wholeGpuJobs.length;
+      if (n > 0 && (d.sharing === 'exclusive' || g.sharing !== d.sharing)) {
+        throw bug(policyName, clock.now, `${what}: GPU ${g.id} already runs ${g.wholeGpuJobs.join(', ')} (${g.sharing})`);
+      }
+      let mem = job.memory ?? 0;
+      for (const id of g.wholeGpuJobs) mem += (byId.get(id) as Job).memory ?? 0;
+      if (job.memory !== null && mem > g.model.memoryGB) throw bug(policyName, clock.now, `${what}: GPU ${g.id} (${g.model.memoryGB} GB) cannot hold ${mem} GiB of jobs`);
+    }
+    beginRun(job);
+    const shared: Gpu[] = [];
+    for (const g of on) {
+      if (g.wholeGpuJobs.length === 0) busySlices += g.model.computeSlices;
+      else shared.push(g);
+      g.wholeGpuJobs.push(job.spec.id);
+      g.sharing = d.sharing;
+      reindexGpu(g);
+    }
+    const r = new Running(job, { kind: 'gpus', gpus: [...d.gpus] }, clock.now, clock, 0, null, on);
+    job.running = r;
+    running.set(job.spec.id, r);
+    job.speed = 0;
+    let slices = 0;
+    for (const g of on) slices += g.model.computeSlices / g.wholeGpuJobs.length;
+    setSlices(r, slices);
+    setSpeed(job, wholeSpeed(job, on));
+    for (const g of shared) reshare(g, job);
+  };
+
+  /** Takes a running job off its resources (completion or preemption). */
+  const release = (job: Job): void => {
+    const r = job.running as Running;
+    job.base = Math.min(job.spec.work, job.base + job.speed * (clock.now - job.since));
+    job.since = clock.now;
+    job.speed = 0;
+    job.version++;
+    job.ranFor += clock.now - job.runStart;
+    job.running = null;
+    running.delete(job.spec.id);
+    setSlices(r, 0);
+    if (r.inst) {
+      const inst = r.inst;
+      const g = inst.g;
+      inst.job = null;
+      g.busyInstances--;
+      busySlices -= inst.profile.computeSlices;
+      reindexInst(inst);
+      if (g.busyInstances === 0) {
+        flipGpu(g);
+        reindexGpu(g);
+      }
+      return;
+    }
+    for (const g of r.gpus) {
+      const k = g.wholeGpuJobs.indexOf(job.spec.id);
+      g.wholeGpuJobs.splice(k, 1);
+      if (g.wholeGpuJobs.length === 0) {
+        busySlices -= g.model.computeSlices;
+        g.sharing = 'exclusive';
+      } else reshare(g, null);
+      reindexGpu(g);
+    }
+  };
+
+  const preempt = (d: Extract<Decision, { kind: 'preempt' }>): void => {
+    const job = byId.get(d.job);
+    if (!job || job.status !== 'running') throw bug(policyName, clock.now, `preempt job '${d.job}': it is ${job ? job.status : 'unknown'}, not running`);
+    release(job);
+    job.status = 'queued';
+    reinserted.add(job);
+    queueDirty = true;
+  };
+
+  const repartition = (d: Extract<Decision, { kind: 'repartition' }>): void => {
+    const what = `re-partition GPU ${d.gpu}`;
+    const g = gpuAt(d.gpu, what);
+    if (reconfiguring.has(g)) throw bug(policyName, clock.now, `${what}: it is still being re-partitioned until t=${g.busyUntil}s`);
+    if (d.layout === null) {
+      if (!g.migEnabled) return;
+      const busy = g.instances.find((i) => i.job !== null);
+      if (busy) throw bug(policyName, clock.now, `${what} to MIG off: instance ${busy.profile.name} at ${busy.start} runs job '${busy.job}'`);
+      const removed = g.instances;
+      g.instances = [];
+      g.migEnabled = false;
+      for (const i of removed) if (i.indexed) reindexInst(i);
+    } else {
+      if (g.wholeGpuJobs.length > 0) throw bug(policyName, clock.now, `${what}: it runs whole-GPU jobs ${g.wholeGpuJobs.join(', ')}`);
+      const wanted = d.layout.map((e) => {
+        let p: GiProfile;
+        try {
+          p = profileOf(g.model, e.profile);
+        } catch (err) {
+          throw bug(policyName, clock.now, `${what}: ${(err as Error).message}`);
+        }
+        const pl = p.placements.find((x) => x.start === e.start);
+        if (!pl) throw bug(policyName, clock.now, `${what}: ${p.name} cannot start at ${e.start} on ${g.model.name} (starts: ${p.placements.map((x) => x.start).join(',')})`);
+        return { profile: p, start: e.start, size: pl.size };
+      });
+      const sorted = [...wanted].sort((a, b) => a.start - b.start);
+      for (let k = 1; k < sorted.length; k++) {
+        const a = sorted[k - 1] as (typeof sorted)[number];
+        const b = sorted[k] as (typeof sorted)[number];
+        if (a.start + a.size > b.start) throw bug(policyName, clock.now, `${what}: ${a.profile.name} at ${a.start} overlaps ${b.profile.name} at ${b.start}`);
+      }
+      const violation = countingViolation(g.model, wanted.map((w) => w.profile));
+      if (violation) throw bug(policyName, clock.now, `${what}: ${violation}`);
+      const old = g.migEnabled ? g.instances : [];
+      const kept = new Set<Inst>();
+      const next: Inst[] = [];
+      for (const w of sorted) {
+        const same = old.find((i) => i.start === w.start && i.profile.name === w.profile.name);
+        if (same) {
+          kept.add(same);
+          next.push(same);
+        } else next.push(new Inst(g, w.profile, w.start, w.size, clock.now + reconfigureSeconds, `${g.model.name}|${w.profile.name}`));
+      }
+      for (const i of old) {
+        if (kept.has(i)) continue;
+        if (i.job !== null) throw bug(policyName, clock.now, `${what}: instance ${i.profile.name} at ${i.start} runs job '${i.job}' and the new layout drops it`);
+      }
+      if (g.migEnabled && kept.size === old.length && next.length === old.length) return;
+      const removed = old.filter((i) => !kept.has(i));
+      g.instances = next;
+      g.migEnabled = true;
+      for (const i of removed) if (i.indexed) reindexInst(i);
+    }
+    reconfigurations++;
+    g.busyUntil = clock.now + reconfigureSeconds;
+    reconfiguring.add(g);
+    reindexGpu(g);
+    heap.push({ t: g.busyUntil, seq: seq++, job: null, version: 0, gpu: g });
+  };
+
+  const apply = (decisions: readonly Decision[]): void => {
+    for (const d of decisions) {
+      switch (d.kind) {
+        case 'start-on-instance':
+          startOnInstance(d);
+          break;
+        case 'start-on-gpus':
+          startOnGpus(d);
+          break;
+        case 'repartition':
+          repartition(d);
+          break;
+        case 'preempt':
+          preempt(d);
+          break;
+        default:
+          throw bug(policyName, clock.now, `unknown decision ${JSON.stringify(d)}`);
+      }
+    }
+    compactQueue();
+  };
+
+  const decide = (): void => {
+    const decisions = input.policy.decide(view, ctx);
+    if (decisions.length > 0) apply(decisions);
+  };
+
+  // ---- main loop
+  const total = jobs.length;
+  let nextArrival = 0;
+  const progressStep = Math.max(1, Math.floor(total / 100));
+  let nextProgress = progressStep;
+  let first = jobs.length > 0;
+  for (;;) {
+    const top = heap.peek();
+    const arrival = jobs[nextArrival];
+    const t = first ? startTime : Math.min(top ? top.t : Number.POSITIVE_INFINITY, arrival ? arrival.spec.arrival : Number.POSITIVE_INFINITY);
+    if (t === Number.POSITIVE_INFINITY) break;
+    advance(t);
+    let changed = first;
+    first = false;
+    for (let e = heap.peek(); e && e.t <= t; e = heap.peek()) {
+      heap.pop();
+      if (e.gpu) {
+        const g = e.gpu;
+        if (g.busyUntil !== e.t) continue;
+        events++;
+        changed = true;
+        g.busyUntil = null;
+        reconfiguring.delete(g);
+        for (const i of g.instances) reindexInst(i);
+        reindexGpu(g);
+        continue;
+      }
+      const job = e.job as Job;
+      if (job.version !== e.version || job.status !== 'running') continue;
+      events++;
+      changed = true;
+      release(job);
+      job.base = job.spec.work;
+      job.status = 'done';
+      job.finished = t;
+      completed++;
+      lastCompletion = t;
+      if (completed >= nextProgress && input.onProgress) {
+        input.onProgress(completed / total);
+        nextProgress += progressStep;
+      }
+    }
+    for (let a = jobs[nextArrival]; a && a.spec.arrival <= t; a = jobs[++nextArrival]) {
+      a.status = 'queued';
+      queue.push(a.spec);
+      events++;
+      changed = true;
+    }
+    if (changed) decide();
+  }
+  input.onProgress?.(total === 0 ? 1 : completed / total);
+
+  // ---- results
+  const end = Math.max(lastCompletion, startTime);
+  if (end > lastT) advance(end);
+  if (lastT > nextSample - sampleEvery) {
+    const span = lastT - (nextSample - sampleEvery);
+    timeline.push({ t: lastT, utilization: totalSlices > 0 ? sampleAcc / (totalSlices * span) : 0, queueLength: queue.length });
+  }
+  const makespan = end - startTime;
+  const metricsOf = (subset: readonly Job[], busy: number): SimMetrics => {
+    const done = subset.filter((j) => j.status === 'done');
+    const jct = done.map((j) => j.finished - j.spec.arrival).sort((a, b) => a - b);
+    const sum = jct.reduce((s, x) => s + x, 0);
+    const queueSum = done.reduce((s, j) => s + (j.finished - j.spec.arrival - j.ranFor), 0);
+    let first = Number.POSITIVE_INFINITY;
+    let last = Number.NEGATIVE_INFINITY;
+    for (const j of subset) first = Math.min(first, j.spec.arrival);
+    for (const j of done) last = Math.max(last, j.finished);
+    const span = done.length > 0 ? last - Math.min(first, startTime) : 0;
+    return {
+      jobs: subset.length,
+      completed: done.length,
+      makespanSeconds: span,
+      avgJctSeconds: done.length > 0 ? sum / done.length : 0,
+      p50JctSeconds: percentile(jct, 50),
+      p95JctSeconds: percentile(jct, 95),
+      p99JctSeconds: percentile(jct, 99),
+      avgQueueSeconds: done.length > 0 ? Math.max(0, queueSum / done.length) : 0,
+      utilization: makespan > 0 && totalSlices > 0 ? busy / (totalSlices * makespan) : 0,
+      throughputJobsPerHour: span > 0 ? (done.length * 3600) / span : 0,
+      reconfigurations,
+    };
+  };
+  const metrics = metricsOf(jobs, busyAcc);
+  const byPriority = {
+    foreground: metricsOf(
+      jobs.filter((j) => j.spec.priority === 'foreground'),
+      busyAccByPriority.foreground,
+    ),
+    background: metricsOf(
+      jobs.filter((j) => j.spec.priority === 'background'),
+      busyAccByPriority.background,
+    ),
+  };
+  const jcts: number[] = [];
+  for (const j of byInputIndex) if (j.status === 'done') jcts.push(j.finished - j.spec.arrival);
+  return { policy: policyName, metrics: { ...metrics, makespanSeconds: makespan, throughputJobsPerHour: makespan > 0 ? (completed * 3600) / makespan : 0 }, byPriority, jcts, timeline, events };
+}

@@ -1,0 +1,80 @@
+import { describe, expect, it } from 'vitest';
+import { simulationReportHtml } from './report.js';
+import type { SimMetrics, SimulationResult } from './types.js';
+
+const metrics = (jobs: number, avg: number): SimMetrics => ({
+  jobs,
+  completed: jobs,
+  makespanSeconds: 7200,
+  avgJctSeconds: avg,
+  p50JctSeconds: avg * 0.8,
+  p95JctSeconds: avg * 2,
+  p99JctSeconds: avg * 3,
+  avgQueueSeconds: 60,
+  utilization: 0.5,
+  throughputJobsPerHour: jobs / 2,
+  reconfigurations: 3,
+});
+
+function result(policy: string, scale: number): SimulationResult {
+  const jcts = Array.from({ length: 2000 }, (_, i) => (i + 1) * scale);
+  return {
+    policy,
+    metrics: metrics(2000, 1000 * scale),
+    byPriority: { foreground: metrics(1500, 900 * scale), background: metrics(500, 1300 * scale) },
+    jcts,
+    timeline: Array.from({ length: 3000 }, (_, i) => ({ t: i * 10, utilization: (i % 100) / 100, queueLength: i % 17 })),
+    events: 4000,
+  };
+}
+
+/** Whether the tags of an XML fragment open and close in order (self-closing ones aside). */
+function balanced(xml: string): boolean {
+  const stack: string[] = [];
+  for (const m of xml.matchAll(/<(\/?)([a-zA-Z][\w:-]*)[^>]*?(\/?)>/g)) {
+    const [, closing, name, selfClosing] = m;
+    if (selfClosing) continue;
+    if (closing) {
+      if (stack.pop() !== name) return false;
+    } else stack.push(name ?? '');
+  }
+  return stack.length === 0;
+}
+
+describe('simulationReportHtml', () => {
+  const policies = ['exclusive', 'static:3g.20gb+2g.10gb+1g.5gb+1g.5gb', 'migpool'];
+  const html = simulationReportHtml({ trace: 'philly', fleet: '8xA100-SXM4-40GB', results: policies.map((p, i) => result(p, i + 1)), jobs: 2000, notes: ['seed 1 <&>'] });
+
+  it('is one self-contained page naming the trace, the fleet and every policy', () => {
+    expect(html.startsWith('<!DOCTYPE html>')).toBe(true);
+    expect(html).toContain('philly on 8xA100-SXM4-40GB');
+    for (const p of policies) {
+      expect(html).toContain(`<td>${p}</td>`);
+      expect(html).toContain(`<td>${p} (background)</td>`);
+    }
+    expect(html).toContain('seed 1 &lt;&amp;&gt;');
+    expect(html).not.toMatch(/<script|https?:\/\/(?!www\.w3\.org)/);
+  });
+
+  it('embeds three well-formed SVG charts with a line per policy', () => {
+    const svgs = [...html.matchAll(/<svg[\s\S]*?<\/svg>/g)].map((m) => m[0]);
+    expect(svgs).toHaveLength(3);
+    for (const svg of svgs) {
+      expect(svg).toContain('xmlns="http://www.w3.org/2000/svg"');
+      expect(balanced(svg)).toBe(true);
+      for (const p of policies) expect(svg).toContain(p);
+    }
+    expect(svgs[0]).toContain('Job completion time (CDF)');
+    expect(svgs[1]).toContain('GPU utilisation over time');
+    expect(svgs[2]).toContain('Queue length over time');
+  });
+
+  it('keeps element ids unique across the charts', () => {
+    const ids = [...html.matchAll(/\sid="([^"]+)"/g)].map((m) => m[1]);
+    expect(new Set(ids).size).toBe(ids.length);
+  });
+
+  it('stays small when results are large (lines thinned out)', () => {
+    expect(html.length).toBeLessThan(1_500_000);
+  });
+});

@@ -1,0 +1,162 @@
+import { createRequire } from 'node:module';
+import type { SimMetrics, SimulationResult } from './types.js';
+
+// ECharts ships ESM without a default export but declares `export =` types; load its CommonJS
+// build so that types and runtime agree (as src/bench/plot.ts does).
+const echarts = createRequire(import.meta.url)('echarts') as typeof import('echarts');
+
+/** What the report shows. */
+export interface SimulationReportInput {
+  /** The trace as the user named it (`philly`, `jobs.csv`). */
+  readonly trace: string;
+  /** The fleet spec (`64xA100-SXM4-40GB`). */
+  readonly fleet: string;
+  /** One result per policy, in the order to show them. */
+  readonly results: readonly SimulationResult[];
+  /** Jobs in the trace, when known. */
+  readonly jobs?: number;
+  /** Lines worth saying under the title (seed, mix, rows skipped). */
+  readonly notes?: readonly string[];
+}
+
+/** Most points one line of a chart keeps (the rest are thinned out evenly). */
+export const MAX_POINTS_PER_LINE = 500;
+
+const WIDTH = 900;
+const HEIGHT = 380;
+
+function escapeHtml(text: string): string {
+  return text.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c] ?? c);
+}
+
+/** Every `step`-th element and always the last, so that at most `max` remain. */
+function thin<T>(items: readonly T[], max: number): T[] {
+  if (items.length <= max) return [...items];
+  const step = items.length / max;
+  const out: T[] = [];
+  for (let i = 0; i < max - 1; i++) {
+    const item = items[Math.floor(i * step)];
+    if (item !== undefined) out.push(item);
+  }
+  const last = items[items.length - 1];
+  if (last !== undefined) out.push(last);
+  return out;
+}
+
+function renderSvg(option: Record<string, unknown>): string {
+  const chart = echarts.init(null, null, { renderer: 'svg', ssr: true, width: WIDTH, height: HEIGHT });
+  chart.setOption({ animation: false, legend: { top: 30, type: 'plain' }, grid: { left: 80, right: 40, top: 80, bottom: 60 }, ...option });
+  const svg = chart.renderToSVGString();
+  chart.dispose();
+  return svg;
+}
+
+/** The share of jobs done within each completion time, one line per policy (log time axis). */
+export function jctCdfSvg(results: readonly SimulationResult[]): string {
+  return renderSvg({
+    title: { text: 'Job completion time (CDF)', left: 'center', textStyle: { fontSize: 15 } },
+    tooltip: { trigger: 'axis' },
+    xAxis: { type: 'log', name: 'job completion time (s)', nameLocation: 'middle', nameGap: 32, logBase: 10 },
+    yAxis: { type: 'value', name: 'share of jobs', min: 0, max: 1 },
+    series: results.map((r) => {
+      const sorted = r.jcts.filter((j) => Number.isFinite(j) && j > 0).sort((a, b) => a - b);
+      const points = sorted.map((j, i) => [j, (i + 1) / sorted.length] as const);
+      return { name: r.policy, type: 'line', step: 'end', showSymbol: false, data: thin(points, MAX_POINTS_PER_LINE).map(([x, y]) => [Number(x.toPrecision(6)), Number(y.toFixed(4))]) };
+    }),
+  });
+}
+
+function timelineSvg(results: readonly SimulationResult[], title: string, yName: string, value: (s: SimulationResult['timeline'][number]) => number, yMax?: number): string {
+  return renderSvg({
+    title: { text: title, left: 'center', textStyle: { fontSize: 15 } },
+    tooltip: { trigger: 'axis' },
+    xAxis: { type: 'value', name: 'simulated time (h)', nameLocation: 'middle', nameGap: 32 },
+    yAxis: { type: 'value', name: yName, min: 0, ...(yMax === undefined ? {} : { max: yMax }) },
+    series: results.map((r) => ({
+      name: r.policy,
+      type: 'line',
+      showSymbol: false,
+      data: thin(r.timeline, MAX_POINTS_PER_LINE).map((s) => [Number((s.t / 3600).toFixed(4)), Number(value(s).toFixed(4))]),
+    })),
+  });
+}
+
+/** GPU utilisation (busy slice-seconds over all slice-seconds, %) over simulated time, one line per policy. */
+export function utilizationSvg(results: readonly SimulationResult[]): string {
+  return timelineSvg(results, 'GPU utilisation over time', 'busy compute slices (%)', (s) => s.utilization * 100, 100);
+}
+
+/** Jobs waiting over simulated time, one line per policy. */
+export function queueLengthSvg(results: readonly SimulationResult[]): string {
+  return timelineSvg(results, 'Queue length over time', 'jobs waiting', (s) => s.queueLength);
+}
+
+function seconds(v: number): string {
+  if (!Number.isFinite(v)) return '-';
+  if (v >= 86_400) return `${(v / 86_400).toFixed(2)} d`;
+  if (v >= 3600) return `${(v / 3600).toFixed(2)} h`;
+  return `${v.toFixed(0)} s`;
+}
+
+const COLUMNS: readonly { readonly head: string; readonly cell: (m: SimMetrics) => string }[] = [
+  { head: 'jobs', cell: (m) => String(m.jobs) },
+  { head: 'completed', cell: (m) => String(m.completed) },
+  { head: 'makespan', cell: (m) => seconds(m.makespanSeconds) },
+  { head: 'avg JCT', cell: (m) => seconds(m.avgJctSeconds) },
+  { head: 'p50 JCT', cell: (m) => seconds(m.p50JctSeconds) },
+  { head: 'p95 JCT', cell: (m) => seconds(m.p95JctSeconds) },
+  { head: 'p99 JCT', cell: (m) => seconds(m.p99JctSeconds) },
+  { head: 'avg queue', cell: (m) => seconds(m.avgQueueSeconds) },
+  { head: 'utilisation', cell: (m) => `${(m.utilization * 100).toFixed(1)}%` },
+  { head: 'jobs/h', cell: (m) => m.throughputJobsPerHour.toFixed(1) },
+  { head: 'reconfigurations', cell: (m) => String(m.reconfigurations) },
+];
+
+function metricsTable(rows: readonly { readonly label: string; readonly metrics: SimMetrics }[], first: string): string {
+  const head = `<tr><th>${escapeHtml(first)}</th>${COLUMNS.map((c) => `<th>${c.head}</th>`).join('')}</tr>`;
+  const body = rows.map((r) => `<tr><td>${escapeHtml(r.label)}</td>${COLUMNS.map((c) => `<td>${escapeHtml(c.cell(r.metrics))}</td>`).join('')}</tr>`).join('\n');
+  return `<table>\n<thead>${head}</thead>\n<tbody>\n${body}\n</tbody>\n</table>`;
+}
+
+/**
+ * A self-contained HTML page comparing policies on one trace: the metrics table (all jobs, then
+ * per priority), and three charts rendered server-side by ECharts as inline SVG (no scripts, no
+ * network): the JCT distribution, utilisation over time and queue length over time per policy.
+ */
+export function simulationReportHtml(input: SimulationReportInput): string {
+  const { trace, fleet, results } = input;
+  const title = `migpool simulate: ${trace} on ${fleet}`;
+  const byPriority = results.flatMap((r) =>
+    (['foreground', 'background'] as const).filter((p) => r.byPriority[p].jobs > 0).map((p) => ({ label: `${r.policy} (${p})`, metrics: r.byPriority[p] })),
+  );
+  const notes = [...(input.jobs === undefined ? [] : [`${input.jobs} jobs`]), ...(input.notes ?? [])];
+  return `<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<title>${escapeHtml(title)}</title>
+<style>
+body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 960px; color: #222; }
+table { border-collapse: collapse; font-size: 13px; margin: 1em 0; }
+th, td { border: 1px solid #ccc; padding: 4px 8px; text-align: right; }
+th:first-child, td:first-child { text-align: left; }
+th { background: #f4f4f4; }
+figure { margin: 1.5em 0; }
+.notes { color: #555; }
+</style>
+</head>
+<body>
+<h1>${escapeHtml(title)}</h1>
+${notes.length > 0 ? `<p class="notes">${notes.map(escapeHtml).join('<br>\n')}</p>` : ''}
+<h2>Policies</h2>
+${metricsTable(results.map((r) => ({ label: r.policy, metrics: r.metrics })), 'policy')}
+${byPriority.length > 0 ? `<h2>Per priority</h2>\n${metricsTable(byPriority, 'policy (priority)')}` : ''}
+<h2>Charts</h2>
+<figure>${jctCdfSvg(results)}</figure>
+<figure>${utilizationSvg(results)}</figure>
+<figure>${queueLengthSvg(results)}</figure>
+<p class="notes">Utilisation: busy compute-slice-seconds over all slice-seconds (a whole GPU counts all its slices). JCT: arrival to completion.</p>
+</body>
+</html>
+`;
+}

@@ -1,0 +1,53 @@
+import type { GpuModel } from '../mig/types.js';
+import type { JobSpec, Policy, Priority } from '../sched/types.js';
+
+/** A fleet: GPUs by model, e.g. parsed from `2048xA100-SXM4-40GB` or `64xA100-40GB,16xH100-80GB`. */
+export interface Fleet {
+  readonly spec: string;
+  readonly gpus: readonly GpuModel[];
+}
+
+/** What a simulation needs. */
+export interface SimulationInput {
+  readonly fleet: Fleet;
+  /** Jobs in any order; the simulator sorts them by arrival. */
+  readonly jobs: readonly JobSpec[];
+  readonly policy: Policy;
+  /** Seed of the random source handed to the policy. */
+  readonly seed: number;
+  /** Seconds a re-partition takes [documented default in engine.ts]. */
+  readonly reconfigureSeconds?: number;
+  /** How often (simulated seconds) to sample utilisation and queue length for the timeline. */
+  readonly sampleEverySeconds?: number;
+  /** Called now and then with the share of jobs finished (0..1), for a progress bar. */
+  readonly onProgress?: (fraction: number) => void;
+}
+
+/** Metrics of one run (or of one priority class within it). */
+export interface SimMetrics {
+  readonly jobs: number;
+  readonly completed: number;
+  readonly makespanSeconds: number;
+  readonly avgJctSeconds: number;
+  readonly p50JctSeconds: number;
+  readonly p95JctSeconds: number;
+  readonly p99JctSeconds: number;
+  readonly avgQueueSeconds: number;
+  /** Busy slice-seconds over all slice-seconds (a whole GPU counts all its compute slices). */
+  readonly utilization: number;
+  readonly throughputJobsPerHour: number;
+  readonly reconfigurations: number;
+}
+
+/** The outcome of one simulation. */
+export interface SimulationResult {
+  readonly policy: string;
+  readonly metrics: SimMetrics;
+  readonly byPriority: Readonly<Record<Priority, SimMetrics>>;
+  /** Job completion times (seconds), in job order, for distributions. */
+  readonly jcts: readonly number[];
+  /** Samples over time for the report. */
+  readonly timeline: readonly { readonly t: number; readonly utilization: number; readonly queueLength: number }[];
+  /** Events processed, for speed figures. */
+  readonly events: number;
+}
