@@ -1,0 +1,310 @@
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { Command } from 'commander';
+import cliProgress from 'cli-progress';
+import { badInput, MigpoolError } from '../../errors.js';
+import { parsePolicy, POLICY_NAMES } from '../../sched/registry.js';
+import type { JobSpec, Policy, Priority } from '../../sched/types.js';
+import { DEFAULT_RECONFIGURE_SECONDS, simulate } from '../../sim/engine.js';
+import { parseFleet } from '../../sim/fleet.js';
+import { createRandom } from '../../sim/random.js';
+import { simulationReportHtml } from '../../sim/report.js';
+import {
+  DEFAULT_MIX_SPEC,
+  DEFAULT_MULTI_GPU_SIZES,
+  detectTraceFormat,
+  formatMix,
+  meanJobGpuSeconds,
+  parseJobsCsv,
+  parseMix,
+  readAlibabaTrace,
+  readPhillyTrace,
+  syntheticTrace,
+  type SkippedRows,
+  type WorkloadMix,
+} from '../../sim/traces/index.js';
+import type { Fleet, SimMetrics, SimulationResult } from '../../sim/types.js';
+import { writeJson, type Io } from '../io.js';
+import { renderTable } from '../table.js';
+
+interface SimulateOptions {
+  trace: string;
+  fleet: string;
+  policies: string;
+  mix: string;
+  seed: string;
+  limit?: string;
+  reconfigureSeconds?: string;
+  arrivalRate?: string;
+  json?: boolean;
+  report?: string;
+}
+
+/** Jobs of the synthetic trace when --limit does not say. */
+export const DEFAULT_SYNTHETIC_JOBS = 1000;
+
+/** The built-in traces, as files under the package's data/traces. */
+export const BUILT_IN_TRACES = {
+  philly: 'philly/philly.csv',
+  alibaba: 'alibaba-v2023/openb_pod_list_default.csv',
+} as const;
+
+/**
+ * The package's root directory: the nearest ancestor of this module holding migpool's
+ * package.json (the checkout, or the installed package), whether this runs from src/ or dist/.
+ */
+export function packageRoot(): string {
+  let dir = dirname(fileURLToPath(import.meta.url));
+  for (;;) {
+    const manifest = join(dir, 'package.json');
+    if (existsSync(manifest)) {
+      try {
+        if ((JSON.parse(readFileSync(manifest, 'utf8')) as { name?: unknown }).name === 'migpool') return dir;
+      } catch {
+        // Not a readable manifest: keep looking.
+      }
+    }
+    const parent = dirname(dir);
+    if (parent === dir) throw new MigpoolError('RUNTIME', `cannot find migpool's package root above ${fileURLToPath(import.meta.url)}`);
+    dir = parent;
+  }
+}
+
+function builtInTraceText(path: string): string {
+  const file = join(packageRoot(), 'data', 'traces', path);
+  if (!existsSync(file)) throw new MigpoolError('RUNTIME', `trace data missing: ${file} is not there (this install lacks data/traces); pass the trace as a FILE instead`);
+  return readFileSync(file, 'utf8');
+}
+
+function wholeNumber(value: string, flag: string, min: number): number {
+  if (!/^\d+$/.test(value.trim()) || Number(value) < min) throw badInput(`${flag} must be a whole number of at least ${min}, got '${value}'`);
+  return Number(value);
+}
+
+function nonNegative(value: string, flag: string, positive = false): number {
+  const n = Number(value);
+  if (value.trim() === '' || !Number.isFinite(n) || n < 0 || (positive && n === 0)) throw badInput(`${flag} must be a ${positive ? 'positive' : 'non-negative'} number, got '${value}'`);
+  return n;
+}
+
+/** Parses `--policies`: comma-separated names, each once, each one the registry knows. */
+function parsePolicies(list: string): Policy[] {
+  const names = list.split(',').map((n) => n.trim());
+  if (names.length === 0 || names.some((n) => n === '')) throw badInput(`'${list}' has an empty name: write e.g. exclusive,static:7x1g.5gb,migpool`);
+  const twice = names.find((n, i) => names.indexOf(n) !== i);
+  if (twice !== undefined) throw badInput(`'${twice}' is named twice`);
+  return names.map((n) => parsePolicy(n));
+}
+
+function withFlag<T>(flag: string, f: () => T): T {
+  try {
+    return f();
+  } catch (e) {
+    if (e instanceof MigpoolError && e.code === 'BAD_INPUT') throw badInput(`${flag}: ${e.message}`);
+    throw e;
+  }
+}
+
+interface LoadedTrace {
+  readonly jobs: JobSpec[];
+  readonly skipped: readonly SkippedRows[];
+  readonly notes: string[];
+}
+
+/** Reads the jobs `--trace` names: a built-in trace, the synthetic generator, or a file in any of the three formats. */
+function loadTrace(opts: SimulateOptions, fleet: Fleet, mix: WorkloadMix, seed: number, limit: number | undefined): LoadedTrace {
+  const random = createRandom(seed);
+  const model = fleet.gpus[0];
+  if (!model) throw badInput(`--fleet '${fleet.spec}' has no GPUs`);
+  const notes: string[] = [];
+  const alibaba = (text: string, file: string): LoadedTrace => {
+    if (new Set(fleet.gpus.map((g) => g.name)).size > 1) notes.push(`fractional GPU requests are mapped to ${model.name} profiles (the fleet's first model)`);
+    const t = readAlibabaTrace(text, { random, mix, gpuModel: model, file, ...(limit === undefined ? {} : { limit }) });
+    return { ...t, notes };
+  };
+  const philly = (text: string, file: string): LoadedTrace => ({ ...readPhillyTrace(text, { random, mix, file, ...(limit === undefined ? {} : { limit }) }), notes });
+  switch (opts.trace) {
+    case 'philly':
+      return philly(builtInTraceText(BUILT_IN_TRACES.philly), 'philly.csv');
+    case 'alibaba':
+      return alibaba(builtInTraceText(BUILT_IN_TRACES.alibaba), 'openb_pod_list_default.csv');
+    case 'synthetic': {
+      // Multi-GPU jobs no larger than the fleet, so that every job can run.
+      const sizes = DEFAULT_MULTI_GPU_SIZES.filter((n) => n <= fleet.gpus.length);
+      const shape = sizes.length > 0 ? { multiGpuSizes: sizes } : { multiGpuShare: 0 };
+      const rate = opts.arrivalRate === undefined ? (fleet.gpus.length * 3600) / meanJobGpuSeconds(shape) : nonNegative(opts.arrivalRate, '--arrival-rate', true);
+      notes.push(`synthetic: ${limit ?? DEFAULT_SYNTHETIC_JOBS} jobs, ${rate.toFixed(1)} arrivals per hour`);
+      return { jobs: syntheticTrace({ jobs: limit ?? DEFAULT_SYNTHETIC_JOBS, arrivalRatePerHour: rate, mix, random, ...shape }), skipped: [], notes };
+    }
+  }
+  if (opts.arrivalRate !== undefined) throw badInput('--arrival-rate is for --trace synthetic only');
+  if (!existsSync(opts.trace)) throw badInput(`--trace '${opts.trace}': no such file; use philly, alibaba, synthetic or a CSV file (header arrival,workload,gpus,duration)`);
+  const text = readFileSync(opts.trace, 'utf8');
+  switch (detectTraceFormat(text)) {
+    case 'philly':
+      return philly(text, opts.trace);
+    case 'alibaba':
+      return alibaba(text, opts.trace);
+    case 'jobs-csv': {
+      const jobs = parseJobsCsv(text, opts.trace);
+      return { jobs: limit === undefined ? jobs : jobs.slice(0, limit), skipped: [], notes };
+    }
+  }
+}
+
+/** Every job's profile must exist on some GPU of the fleet. */
+function checkProfiles(jobs: readonly JobSpec[], fleet: Fleet): void {
+  const offered = new Set(fleet.gpus.flatMap((g) => g.giProfiles.map((p) => p.name)));
+  const bad = jobs.find((j) => j.profile !== null && !offered.has(j.profile));
+  if (bad) {
+    const models = [...new Set(fleet.gpus.map((g) => g.name))].join(', ');
+    throw badInput(`job '${bad.id}' asks for MIG profile ${bad.profile}, which no GPU of fleet '${fleet.spec}' (${models}) offers; change the profile or the fleet`);
+  }
+}
+
+const METRIC_KEYS = [
+  'completed',
+  'makespanSeconds',
+  'avgJctSeconds',
+  'p50JctSeconds',
+  'p95JctSeconds',
+  'p99JctSeconds',
+  'avgQueueSeconds',
+  'utilization',
+  'throughputJobsPerHour',
+  'reconfigurations',
+] as const;
+
+function metricsJson(m: SimMetrics): Record<(typeof METRIC_KEYS)[number], number> {
+  return Object.fromEntries(METRIC_KEYS.map((k) => [k, m[k]])) as Record<(typeof METRIC_KEYS)[number], number>;
+}
+
+/** The `--json` shape: the issue's fields per policy, then `byPriority` (each with its `jobs`). */
+export function simulationJson(trace: string, fleet: string, jobs: number, names: readonly string[], results: readonly SimulationResult[]): unknown {
+  return {
+    trace,
+    fleet,
+    jobs,
+    policies: results.map((r, i) => ({
+      name: names[i] ?? r.policy,
+      ...metricsJson(r.metrics),
+      byPriority: Object.fromEntries((['foreground', 'background'] as const).map((p) => [p, { jobs: r.byPriority[p].jobs, ...metricsJson(r.byPriority[p]) }])) as Record<Priority, unknown>,
+    })),
+  };
+}
+
+/** Seconds as people read them: `45 s`, `2.50 h`, `3.10 d`. */
+function duration(v: number): string {
+  if (!Number.isFinite(v)) return '-';
+  if (v >= 86_400) return `${(v / 86_400).toFixed(2)} d`;
+  if (v >= 3600) return `${(v / 3600).toFixed(2)} h`;
+  if (v >= 60) return `${(v / 60).toFixed(1)} min`;
+  return `${v.toFixed(0)} s`;
+}
+
+function metricCells(m: SimMetrics): string[] {
+  return [
+    `${m.completed}/${m.jobs}`,
+    duration(m.makespanSeconds),
+    duration(m.avgJctSeconds),
+    duration(m.p50JctSeconds),
+    duration(m.p95JctSeconds),
+    duration(m.p99JctSeconds),
+    duration(m.avgQueueSeconds),
+    `${(m.utilization * 100).toFixed(1)}%`,
+    m.throughputJobsPerHour.toFixed(2),
+  ];
+}
+
+function renderText(title: string, names: readonly string[], results: readonly SimulationResult[]): string {
+  const head = ['POLICY', 'COMPLETED', 'MAKESPAN', 'AVG JCT', 'P50 JCT', 'P95 JCT', 'P99 JCT', 'AVG QUEUE', 'UTIL', 'JOBS/H', 'RECONFIGS'];
+  const rows = results.map((r, i) => [names[i] ?? r.policy, ...metricCells(r.metrics), String(r.metrics.reconfigurations)]);
+  const parts = [title, renderTable(head, rows)];
+  if (results.some((r) => r.byPriority.background.jobs > 0)) {
+    const prioRows = results.flatMap((r, i) =>
+      (['foreground', 'background'] as const).filter((p) => r.byPriority[p].jobs > 0).map((p) => [names[i] ?? r.policy, p, ...metricCells(r.byPriority[p])]),
+    );
+    parts.push('', 'per priority', renderTable(['POLICY', 'PRIORITY', ...head.slice(1, -1)], prioRows));
+  }
+  return parts.join('\n');
+}
+
+/** A timeline sampling period that gives the report about 500 points over the trace's span. */
+function samplePeriod(jobs: readonly JobSpec[]): number {
+  const span = jobs.reduce((s, j) => Math.max(s, j.arrival + j.work), 0);
+  return Math.max(60, span / 500);
+}
+
+/** `migpool simulate`: replay a trace through policies on a simulated fleet and compare them. */
+export function registerSimulate(program: Command, io: Io): void {
+  program
+    .command('simulate')
+    .description('replay a job trace through scheduling policies on a simulated fleet and compare them')
+    .requiredOption('--trace <trace>', 'philly, alibaba, synthetic, or a CSV file (arrival,workload,gpus,duration[,priority,memory,profile,id], or a Philly or Alibaba trace file)')
+    .requiredOption('--fleet <spec>', 'GPUs by model, e.g. 64xA100-SXM4-40GB or 32xA100-40GB,8xH100-80GB')
+    .requiredOption('--policies <list>', `comma-separated: ${POLICY_NAMES.join(', ')}`)
+    .option('--mix <mix>', 'workloads of single-GPU jobs and their shares', DEFAULT_MIX_SPEC)
+    .option('--seed <n>', 'seed of the workload draws, the synthetic trace and the policies', '1')
+    .option('--limit <jobs>', 'only the first JOBS jobs by arrival (synthetic: how many to make; default 1000)')
+    .option('--reconfigure-seconds <s>', `seconds a MIG re-partition takes (default ${DEFAULT_RECONFIGURE_SECONDS}, an assumption: see src/sim/engine.ts)`)
+    .option('--arrival-rate <jobs/h>', 'synthetic trace: arrivals per hour (default: one fleet\'s worth of whole-GPU work per hour)')
+    .option('--json', 'print JSON')
+    .option('--report <file.html>', 'write an HTML report: the table, JCT distribution, utilisation and queue length over time')
+    .action((opts: SimulateOptions) => runSimulate(opts, io));
+}
+
+function runSimulate(opts: SimulateOptions, io: Io): void {
+  const seed = wholeNumber(opts.seed, '--seed', 0);
+  const limit = opts.limit === undefined ? undefined : wholeNumber(opts.limit, '--limit', 1);
+  const reconfigureSeconds = opts.reconfigureSeconds === undefined ? undefined : nonNegative(opts.reconfigureSeconds, '--reconfigure-seconds');
+  const fleet = withFlag('--fleet', () => parseFleet(opts.fleet));
+  const policies = withFlag('--policies', () => parsePolicies(opts.policies));
+  const mix = withFlag('--mix', () => parseMix(opts.mix));
+  const trace = loadTrace(opts, fleet, mix, seed, limit);
+  if (trace.jobs.length === 0) throw badInput(`--trace '${opts.trace}' has no jobs to simulate`);
+  checkProfiles(trace.jobs, fleet);
+  const tooLarge = trace.jobs.filter((j) => j.gpus > fleet.gpus.length).length;
+  if (tooLarge > 0) trace.notes.push(`${tooLarge} jobs ask for more GPUs than the fleet's ${fleet.gpus.length}: they never run`);
+  const sampleEverySeconds = samplePeriod(trace.jobs);
+  const names = policies.map((p) => p.name);
+  const bar =
+    !opts.json && process.stderr.isTTY
+      ? new cliProgress.SingleBar({ format: 'simulate {policy} [{bar}] {percentage}% | policy {n}/{count}', stream: process.stderr }, cliProgress.Presets.shades_classic)
+      : null;
+  const results: SimulationResult[] = [];
+  try {
+    bar?.start(policies.length * 1000, 0, { policy: names[0] ?? '', n: 1, count: policies.length });
+    for (const [i, policy] of policies.entries()) {
+      bar?.update(i * 1000, { policy: policy.name, n: i + 1, count: policies.length });
+      results.push(
+        simulate({
+          fleet,
+          jobs: trace.jobs,
+          policy,
+          seed,
+          sampleEverySeconds,
+          ...(reconfigureSeconds === undefined ? {} : { reconfigureSeconds }),
+          onProgress: (f) => bar?.update(Math.round((i + f) * 1000), { policy: policy.name, n: i + 1, count: policies.length }),
+        }),
+      );
+    }
+    bar?.update(policies.length * 1000);
+  } finally {
+    bar?.stop();
+  }
+  const skipped = trace.skipped.map((s) => `${s.count} ${s.reason}`).join(', ');
+  const notes = [
+    `seed ${seed}; mix ${formatMix(mix)}${reconfigureSeconds === undefined ? '' : `; re-partitions take ${reconfigureSeconds} s`}`,
+    ...(skipped === '' ? [] : [`rows skipped: ${skipped}`]),
+    ...trace.notes,
+  ];
+  if (opts.report) writeFileSync(opts.report, simulationReportHtml({ trace: opts.trace, fleet: fleet.spec, results, jobs: trace.jobs.length, notes }));
+  if (opts.json) {
+    writeJson(io, simulationJson(opts.trace, fleet.spec, trace.jobs.length, names, results));
+    return;
+  }
+  io.out(renderText(`${opts.trace} on ${fleet.spec}: ${trace.jobs.length} jobs`, names, results));
+  for (const n of notes) io.err(`note: ${n}`);
+  if (opts.report) io.out(`report: ${opts.report}`);
+}

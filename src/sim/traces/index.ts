@@ -1,0 +1,16 @@
+/** Job traces for the simulator: parsers of the Philly and Alibaba traces, migpool's CSV, and a synthetic generator. Pure: text in, jobs out. */
+export { parsePhillyTrace, readPhillyTrace, PHILLY_COLUMNS } from './philly.js';
+export { parseAlibabaTrace, readAlibabaTrace, profileCovering, ALIBABA_COLUMNS, ALIBABA_QOS_PRIORITY, type AlibabaTraceOptions } from './alibaba.js';
+export {
+  syntheticTrace,
+  meanJobGpuSeconds,
+  DEFAULT_DURATIONS,
+  DEFAULT_MULTI_GPU_SHARE,
+  DEFAULT_MULTI_GPU_SIZES,
+  type SyntheticOptions,
+  type LognormalDurations,
+} from './synthetic.js';
+export { parseJobsCsv, JOBS_CSV_REQUIRED, JOBS_CSV_OPTIONAL } from './csv.js';
+export { parseMix, formatMix, drawWorkload, DEFAULT_MIX_SPEC, type WorkloadMix } from './mix.js';
+export { detectTraceFormat, type TraceFormat } from './detect.js';
+export type { TraceOptions, ParsedTrace, SkippedRows } from './types.js';

@@ -1,0 +1,148 @@
+import { execFile } from 'node:child_process';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { describe, expect, it } from 'vitest';
+import { BIN, cli } from './run-cli.js';
+
+const run = promisify(execFile);
+
+interface Metrics {
+  completed: number;
+  makespanSeconds: number;
+  avgJctSeconds: number;
+  utilization: number;
+}
+interface SimulateJson {
+  trace: string;
+  fleet: string;
+  jobs: number;
+  policies: (Metrics & { name: string; byPriority: Record<'foreground' | 'background', Metrics & { jobs: number }> })[];
+}
+
+const POLICY_KEYS = [
+  'name',
+  'completed',
+  'makespanSeconds',
+  'avgJctSeconds',
+  'p50JctSeconds',
+  'p95JctSeconds',
+  'p99JctSeconds',
+  'avgQueueSeconds',
+  'utilization',
+  'throughputJobsPerHour',
+  'reconfigurations',
+  'byPriority',
+];
+
+const dir = mkdtempSync(join(tmpdir(), 'migpool-simulate-'));
+
+async function simulateJson(...argv: string[]): Promise<SimulateJson> {
+  const { code, out, err } = await cli('simulate', ...argv, '--json');
+  expect(err).toBe('');
+  expect(code).toBe(0);
+  return JSON.parse(out) as SimulateJson;
+}
+
+describe('migpool simulate', () => {
+  it('replays the first Philly jobs: the JSON of the issue, policy names exactly as given', async () => {
+    const policies = ['exclusive', 'timeslice:2', 'static:3g.20gb+2g.10gb+1g.5gb+1g.5gb', 'migpool'];
+    const json = await simulateJson('--trace', 'philly', '--fleet', '8xA100-SXM4-40GB', '--policies', policies.join(','), '--limit', '40');
+    expect(json.trace).toBe('philly');
+    expect(json.fleet).toBe('8xA100-SXM4-40GB');
+    expect(json.jobs).toBe(40);
+    expect(Object.keys(json)).toEqual(['trace', 'fleet', 'jobs', 'policies']);
+    expect(json.policies.map((p) => p.name)).toEqual(policies);
+    for (const p of json.policies) {
+      expect(Object.keys(p)).toEqual(POLICY_KEYS);
+      expect(p.completed).toBeGreaterThan(0);
+      expect(p.byPriority.foreground.jobs).toBe(40);
+      expect(p.byPriority.background.jobs).toBe(0);
+    }
+  });
+
+  it('replays Alibaba pods, best-effort ones in the background', async () => {
+    const json = await simulateJson('--trace', 'alibaba', '--fleet', '8xA100-SXM4-40GB', '--policies', 'exclusive,miso', '--limit', '60');
+    expect(json.jobs).toBe(60);
+    for (const p of json.policies) {
+      expect(p.byPriority.background.jobs).toBeGreaterThan(0);
+      expect(p.byPriority.foreground.jobs + p.byPriority.background.jobs).toBe(60);
+    }
+  });
+
+  it('generates a synthetic trace of --limit jobs, the same for the same seed', async () => {
+    const args = ['--trace', 'synthetic', '--fleet', '4xA100-40GB', '--policies', 'exclusive,mps:2', '--limit', '50'];
+    const a = await simulateJson(...args, '--seed', '5');
+    expect(a.jobs).toBe(50);
+    expect(a.policies.every((p) => p.completed === 50)).toBe(true);
+    expect(await simulateJson(...args, '--seed', '5')).toEqual(a);
+    expect(await simulateJson(...args, '--seed', '6')).not.toEqual(a);
+  });
+
+  it('reads a job CSV, prints a table per policy and per priority, and writes the HTML report', async () => {
+    const file = join(dir, 'jobs.csv');
+    writeFileSync(file, 'arrival,workload,gpus,duration,priority,profile\n0,small,1,600,background,\n0,small,1,600,,1g.5gb\n30,medium,1,1200,,\n60,large,2,900,,\n');
+    const report = join(dir, 'report.html');
+    const { code, out, err } = await cli('simulate', '--trace', file, '--fleet', '2xA100-SXM4-40GB', '--policies', 'exclusive,migpool', '--reconfigure-seconds', '5', '--report', report);
+    expect(code).toBe(0);
+    expect(out).toMatch(/: 4 jobs\nPOLICY\s+COMPLETED\s+MAKESPAN\s+AVG JCT/);
+    expect(out).toMatch(/^exclusive\s+4\/4\s/m);
+    expect(out).toMatch(/^migpool\s+4\/4\s/m);
+    expect(out).toMatch(/^migpool\s+background\s+1\/1\s/m);
+    expect(out).toContain(`report: ${report}`);
+    expect(err).toMatch(/^note: seed 1; mix /);
+    const html = readFileSync(report, 'utf8');
+    expect(html).toContain('<td>exclusive</td>');
+    expect(html).toContain('<td>migpool</td>');
+    expect(html.match(/<svg /g)).toHaveLength(3);
+  });
+
+  it('reads a Philly or Alibaba file given as --trace FILE by its header', async () => {
+    const philly = readFileSync(new URL('../data/traces/philly/philly.csv', import.meta.url), 'utf8').split('\n').slice(0, 21).join('\n');
+    const file = join(dir, 'philly-head.csv');
+    writeFileSync(file, philly);
+    const json = await simulateJson('--trace', file, '--fleet', '8xA100-SXM4-40GB', '--policies', 'exclusive');
+    expect(json.jobs).toBe(20);
+  });
+
+  it('runs from any directory as the installed command, with the traces of the package', async () => {
+    const { stdout } = await run('node', [BIN, 'simulate', '--trace', 'philly', '--fleet', '4xA100-SXM4-40GB', '--policies', 'exclusive', '--limit', '10', '--json'], { cwd: dir });
+    expect((JSON.parse(stdout) as SimulateJson).jobs).toBe(10);
+  });
+
+  it.each([
+    [['--policies', 'fifo'], /^migpool: --policies: unknown policy 'fifo'/],
+    [['--policies', 'exclusive,exclusive'], /^migpool: --policies: 'exclusive' is named twice/],
+    [['--fleet', '8xV100'], /^migpool: --fleet: fleet term '8xV100'/],
+    [['--fleet', 'eight'], /^migpool: --fleet: fleet term 'eight' is not COUNTxGPU/],
+    [['--mix', 'small=0.5,tiny=0.5'], /^migpool: --mix: mix entry 'tiny=0.5': unknown workload 'tiny'/],
+    [['--mix', 'small'], /^migpool: --mix: mix entry 'small' is not WORKLOAD=WEIGHT/],
+    [['--limit', '0'], /^migpool: --limit must be a whole number of at least 1/],
+    [['--seed', 'x'], /^migpool: --seed must be a whole number/],
+    [['--reconfigure-seconds', '-1'], /^migpool: --reconfigure-seconds must be a non-negative number/],
+    [['--trace', 'nowhere.csv'], /^migpool: --trace 'nowhere.csv': no such file/],
+  ])('exits 2 with one line for %j', async (args, message) => {
+    const defaults: Record<string, string> = { '--trace': 'synthetic', '--fleet': '2xA100-SXM4-40GB', '--policies': 'exclusive', '--limit': '5' };
+    for (let i = 0; i < args.length; i += 2) defaults[args[i]!] = args[i + 1]!;
+    const { code, out, err } = await cli('simulate', ...Object.entries(defaults).flat());
+    expect(code).toBe(2);
+    expect(out).toBe('');
+    expect(err.trim().split('\n')).toHaveLength(1);
+    expect(err).toMatch(message);
+  });
+
+  it('exits 2 with file:line and field for a bad CSV line, and for a profile the fleet lacks', async () => {
+    const bad = join(dir, 'bad.csv');
+    writeFileSync(bad, 'arrival,workload,gpus,duration\n0,small,1,60\n10,small,two,60\n');
+    const a = await cli('simulate', '--trace', bad, '--fleet', '2xA100-SXM4-40GB', '--policies', 'exclusive');
+    expect(a.code).toBe(2);
+    expect(a.err.trim().split('\n')).toHaveLength(1);
+    expect(a.err).toContain(`migpool: ${bad}:3: field 'gpus': expected a positive whole number of GPUs, got 'two'`);
+    const h100 = join(dir, 'h100.csv');
+    writeFileSync(h100, 'arrival,workload,gpus,duration,profile\n0,small,1,60,1g.5gb\n');
+    const b = await cli('simulate', '--trace', h100, '--fleet', '2xH100-80GB', '--policies', 'exclusive');
+    expect(b.code).toBe(2);
+    expect(b.err).toMatch(/^migpool: job 'job-1' asks for MIG profile 1g\.5gb, which no GPU of fleet '2xH100-80GB'/);
+  });
+});
