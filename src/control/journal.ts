@@ -40,10 +40,14 @@ export class JournalFile {
   }
 
   write(journal: ApplyJournal): void {
-    mkdirSync(dirname(this.path), { recursive: true });
-    const tmp = `${this.path}.${process.pid}.tmp`;
-    writeFileSync(tmp, `${JSON.stringify(journal, null, 1)}\n`);
-    renameSync(tmp, this.path);
+    try {
+      mkdirSync(dirname(this.path), { recursive: true });
+      const tmp = `${this.path}.${process.pid}.tmp`;
+      writeFileSync(tmp, `${JSON.stringify(journal, null, 1)}\n`);
+      renameSync(tmp, this.path);
+    } catch (e) {
+      throw new MigpoolError('BAD_INPUT', `cannot write the apply journal ${this.path}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}; pass a writable --state-dir`);
+    }
   }
 
   clear(): void {

@@ -8,12 +8,10 @@ import { lagrangianBound } from './bound.js';
 import { capacities as capacitiesFor, compile, type Compiled, type Flow, type LayoutCounts } from './compile.js';
 import { pairCount, solveAssignment, solveMip, solveRelaxation, type GroupedSolution } from './formulation.js';
 import { better, greedyAssign, localSearch, roundCounts, sortedPairs, uniformCounts } from './heuristic.js';
-import { loadHighs } from './highs.js';
 import { realize } from './realize.js';
 import type { BoundKind, PackingOptions, PackingProblem, PackingResult } from './types.js';
 
 export { buildProblem, type PackingWorkloadJob } from './problem.js';
-export { loadHighs } from './highs.js';
 export * from './types.js';
 
 /** Defaults of PackingOptions. */
@@ -69,13 +67,13 @@ function score(compiled: Compiled, flow: Flow): { value: number; placed: number 
  * it is better); larger ones by the heuristic, bounded by the LP relaxation or, past
  * `maxLpColumns`, by a Lagrangian bound. Throws CHECK_FAILED when `placeAll` cannot be met.
  */
-export async function optimizePacking(problem: PackingProblem, options: PackingOptions = {}): Promise<PackingResult> {
+export async function optimizePacking(problem: PackingProblem, options: PackingOptions): Promise<PackingResult> {
   const exactMaxJobs = options.exactMaxJobs ?? PACKING_DEFAULTS.exactMaxJobs;
   const timeLimitSeconds = options.timeLimitSeconds ?? PACKING_DEFAULTS.timeLimitSeconds;
   const maxLpColumns = options.maxLpColumns ?? PACKING_DEFAULTS.maxLpColumns;
   const compiled = compile(problem);
   const pairs = pairCount(compiled);
-  const highs = options.highs ?? (await loadHighs());
+  const highs = options.highs;
   const layoutColumns = compiled.models.reduce((s, g) => s + g.options.length, 0);
   const lpFits = pairs + layoutColumns <= maxLpColumns;
 

@@ -6,6 +6,9 @@ import type { GpuModel } from '../mig/types.js';
 import { resolveWorkload } from '../perf/workloads.js';
 import { buildProblem, FULL_GPU, optimizePacking, type PackingProblem, type PackingResult } from './index.js';
 import { randomProblem } from './random-problem.js';
+import { loadHighs } from '../exec/highs.js';
+
+const highs = await loadHighs();
 
 const A30 = resolveGpuModel('A30');
 const A100 = resolveGpuModel('A100-SXM4-40GB');
@@ -105,7 +108,7 @@ describe('optimizePacking: exact on tiny instances (checked by brute force)', ()
     it.each(c.seeds)(`${c.name}, seed %i: the MIP reaches the brute-force optimum`, async (seed) => {
       for (const weighted of [false, true]) {
         const problem = randomProblem({ seed, models: c.models, gpus: c.gpus, jobs: c.jobs, weighted });
-        const r = await optimizePacking(problem);
+        const r = await optimizePacking(problem, { highs });
         checkResult(problem, r);
         expect(r.method).toBe('mip');
         expect(r.optimal).toBe(true);
@@ -120,31 +123,31 @@ describe('optimizePacking: exact on tiny instances (checked by brute force)', ()
       const problem = randomProblem({ seed, models: [A30], gpus: 1, jobs: 4, placeAll: true });
       const best = bruteForce(problem);
       if (best === -Infinity) {
-        await expect(optimizePacking(problem)).rejects.toMatchObject({ code: 'CHECK_FAILED' });
+        await expect(optimizePacking(problem, { highs })).rejects.toMatchObject({ code: 'CHECK_FAILED' });
         continue;
       }
       feasible++;
-      const r = await optimizePacking(problem);
+      const r = await optimizePacking(problem, { highs });
       checkResult(problem, r);
       expect(r.unassigned).toEqual([]);
       expect(r.objective).toBeCloseTo(best, 9);
     }
     expect(feasible).toBeGreaterThan(0);
     const tooMany = randomProblem({ seed: 1, models: [A30], gpus: 1, jobs: 6, placeAll: true });
-    await expect(optimizePacking(tooMany)).rejects.toMatchObject({ code: 'CHECK_FAILED' });
+    await expect(optimizePacking(tooMany, { highs })).rejects.toMatchObject({ code: 'CHECK_FAILED' });
   });
 
   it('handles no jobs and no GPUs', async () => {
-    const none = await optimizePacking({ gpus: [A100, A100], jobs: [] });
+    const none = await optimizePacking({ gpus: [A100, A100], jobs: [] }, { highs });
     expect(none).toMatchObject({ objective: 0, bound: 0, gap: 0, assignments: [], unassigned: [] });
     expect(none.layouts.map((l) => l.layout)).toEqual(['mig-off', 'mig-off']);
-    const noGpu = await optimizePacking({ gpus: [], jobs: [{ speeds: {} }] });
+    const noGpu = await optimizePacking({ gpus: [], jobs: [{ speeds: {} }] }, { highs });
     expect(noGpu).toMatchObject({ objective: 0, bound: 0, unassigned: [0], layouts: [] });
   });
 
   it('rejects negative speeds and weights', async () => {
-    await expect(optimizePacking({ gpus: [A100], jobs: [{ weight: -1, speeds: {} }] })).rejects.toMatchObject({ code: 'BAD_INPUT' });
-    await expect(optimizePacking({ gpus: [A100], jobs: [{ speeds: { [A100.name]: { full: Number.NaN } } }] })).rejects.toMatchObject({ code: 'BAD_INPUT' });
+    await expect(optimizePacking({ gpus: [A100], jobs: [{ weight: -1, speeds: {} }] }, { highs })).rejects.toMatchObject({ code: 'BAD_INPUT' });
+    await expect(optimizePacking({ gpus: [A100], jobs: [{ speeds: { [A100.name]: { full: Number.NaN } } }] }, { highs })).rejects.toMatchObject({ code: 'BAD_INPUT' });
   });
 });
 
@@ -153,12 +156,12 @@ describe('optimizePacking: heuristic', () => {
     await fc.assert(
       fc.asyncProperty(fc.integer({ min: 1, max: 1_000_000 }), fc.integer({ min: 1, max: 12 }), fc.integer({ min: 1, max: 60 }), fc.boolean(), async (seed, gpus, jobs, weighted) => {
         const problem = randomProblem({ seed, models: [A100, H100, A30], gpus, jobs, weighted });
-        const heuristic = await optimizePacking(problem, { exactMaxJobs: 0 });
+        const heuristic = await optimizePacking(problem, { highs, exactMaxJobs: 0 });
         checkResult(problem, heuristic);
         expect(heuristic.method).toBe('heuristic');
         expect(heuristic.boundKind).toBe('lp');
         expect(heuristic.objective).toBeGreaterThanOrEqual(0.9 * heuristic.bound);
-        const lagrangian = await optimizePacking(problem, { exactMaxJobs: 0, maxLpColumns: 0 });
+        const lagrangian = await optimizePacking(problem, { highs, exactMaxJobs: 0, maxLpColumns: 0 });
         checkResult(problem, lagrangian);
         expect(lagrangian.boundKind).toBe('lagrangian');
         expect(lagrangian.bound).toBeGreaterThanOrEqual(heuristic.bound - 1e-7);
@@ -170,7 +173,7 @@ describe('optimizePacking: heuristic', () => {
 
   it('packs thousands of jobs on hundreds of GPUs', async () => {
     const problem = randomProblem({ seed: 7, models: [A100, H100], gpus: 200, jobs: 2000 });
-    const r = await optimizePacking(problem);
+    const r = await optimizePacking(problem, { highs });
     checkResult(problem, r);
     expect(r.method).toBe('heuristic');
     expect(r.gap).toBeLessThan(0.02);
@@ -182,9 +185,9 @@ describe('optimizePacking: measured gap to the bound', () => {
     const gaps = { mip: [] as number[], heuristic: [] as number[], lagrangian: [] as number[] };
     for (let seed = 1; seed <= 20; seed++) {
       const problem = randomProblem({ seed: 1000 + seed, models: [A100], gpus: 8, jobs: 40, weighted: seed % 2 === 0 });
-      const mip = await optimizePacking(problem);
-      const heuristic = await optimizePacking(problem, { exactMaxJobs: 0 });
-      const cheap = await optimizePacking(problem, { exactMaxJobs: 0, maxLpColumns: 0 });
+      const mip = await optimizePacking(problem, { highs });
+      const heuristic = await optimizePacking(problem, { highs, exactMaxJobs: 0 });
+      const cheap = await optimizePacking(problem, { highs, exactMaxJobs: 0, maxLpColumns: 0 });
       expect(mip.method).toBe('mip');
       expect(mip.objective).toBeGreaterThanOrEqual(heuristic.objective - 1e-7);
       // The gap to the LP bound, for all three: the MIP's own bound is its objective when optimal.
@@ -216,7 +219,7 @@ describe('buildProblem', () => {
     const oneG = problem.jobs[0]?.speeds[A100.name]?.['1g.5gb'] ?? 0;
     expect(oneG).toBeGreaterThan(1 / 7);
     expect(oneG).toBeLessThan(1);
-    const r = await optimizePacking(problem);
+    const r = await optimizePacking(problem, { highs });
     checkResult(problem, r);
     expect(r.assignments.filter((a) => a.job < 7)).toHaveLength(7);
     expect(r.objective).toBeGreaterThan(2);

@@ -41,8 +41,8 @@ export interface PackingOptions {
    * Default 2,000,000.
    */
   readonly maxLpColumns?: number;
-  /** A loaded HiGHS runtime; default: loaded once on first use (the wasm binary is read then). */
-  readonly highs?: Highs;
+  /** The loaded HiGHS runtime (src/exec/highs.ts loadHighs): the optimizer itself does no I/O. */
+  readonly highs: Highs;
 }
 
 /** One instance of a chosen layout: a GI profile at its placement start. */

@@ -11,6 +11,7 @@
  *   for more than one GPU is an error (advise packs single-GPU jobs).
  * Blank lines and lines starting with `#` are skipped. Errors name FILE:LINE.
  */
+import { loadHighs } from '../../exec/highs.js';
 import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import { badInput } from '../../errors.js';
@@ -148,7 +149,7 @@ export function registerAdvise(program: Command, io: Io): void {
       const jobs = parseJobsCsv(text, opts.jobs);
       const gpus = Array.from({ length: count }, () => model);
       const problem = buildProblem(gpus, jobs, { placeAll: opts.placeAll ?? false });
-      const result = await optimizePacking(problem, { timeLimitSeconds: timeLimit, exactMaxJobs });
+      const result = await optimizePacking(problem, { highs: await loadHighs(), timeLimitSeconds: timeLimit, exactMaxJobs });
       const fullSpeed = new Map<string, number>();
       const samplesPerSecond = result.assignments.reduce((s, a) => {
         const w = jobs[a.job]?.workload;

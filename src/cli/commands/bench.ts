@@ -1,4 +1,3 @@
-import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Command } from 'commander';
 import cliProgress from 'cli-progress';
@@ -18,7 +17,7 @@ import type { GpuModel } from '../../mig/types.js';
 import { resolveWorkload } from '../../perf/workloads.js';
 import { workloadFromPoints, workloadToYaml, type MeasuredPoint, type YamlPoint } from '../../perf/user-workload.js';
 import { openGpuPort, simulatorStatePath, stateDirOf } from '../device.js';
-import { writeJson, type Io } from '../io.js';
+import { writeJson, writeUserFile, type Io } from '../io.js';
 import { renderTable } from '../table.js';
 
 interface BenchOptions {
@@ -81,7 +80,7 @@ export function registerBench(program: Command, io: Io): void {
 }
 
 function finish(opts: BenchOptions, io: Io, gpu: string, workload: string, mode: string, results: ConfigResult[], extra: Record<string, unknown>): void {
-  if (opts.plot) writeFileSync(opts.plot, benchPlotSvg(`${workload} on ${gpu}: ${mode}`, results));
+  if (opts.plot) writeUserFile(opts.plot, benchPlotSvg(`${workload} on ${gpu}: ${mode}`, results), '--plot');
   if (opts.json) {
     writeJson(io, {
       gpu,
@@ -191,7 +190,7 @@ async function benchReal(opts: BenchOptions, io: Io): Promise<void> {
       }
     }
     const fitted = workloadFromPoints(opts.workload ?? 'my-workload', batch, datasetSize, points);
-    writeFileSync(opts.out, workloadToYaml(fitted, yamlPoints));
+    writeUserFile(opts.out, workloadToYaml(fitted, yamlPoints), '--out');
   }
   finish(opts, io, model.name, name, simulated ? 'measured on simulated GPUs' : 'measured', results, { warmupSeconds: warmup, measureSeconds: duration });
   if (opts.out && !opts.json) io.out(`workload: ${opts.out}`);

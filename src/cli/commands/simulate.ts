@@ -1,4 +1,4 @@
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Command } from 'commander';
@@ -25,7 +25,7 @@ import {
   type WorkloadMix,
 } from '../../sim/traces/index.js';
 import type { Fleet, SimMetrics, SimulationResult } from '../../sim/types.js';
-import { writeJson, type Io } from '../io.js';
+import { writeJson, writeUserFile, type Io } from '../io.js';
 import { renderTable } from '../table.js';
 
 interface SimulateOptions {
@@ -299,7 +299,7 @@ function runSimulate(opts: SimulateOptions, io: Io): void {
     ...(skipped === '' ? [] : [`rows skipped: ${skipped}`]),
     ...trace.notes,
   ];
-  if (opts.report) writeFileSync(opts.report, simulationReportHtml({ trace: opts.trace, fleet: fleet.spec, results, jobs: trace.jobs.length, notes }));
+  if (opts.report) writeUserFile(opts.report, simulationReportHtml({ trace: opts.trace, fleet: fleet.spec, results, jobs: trace.jobs.length, notes }), '--report');
   if (opts.json) {
     writeJson(io, simulationJson(opts.trace, fleet.spec, trace.jobs.length, names, results));
     return;

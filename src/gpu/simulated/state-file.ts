@@ -13,7 +13,7 @@ export function loadMachine(path: string): SimulatedMachine | null {
     text = readFileSync(path, 'utf8');
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code === 'ENOENT') return null;
-    throw new MigpoolError('RUNTIME', `cannot read simulator state ${path}: ${(e as Error).message}`);
+    throw new MigpoolError('BAD_INPUT', `cannot read simulator state ${path}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}; pass a readable --state-dir`);
   }
   let state: unknown;
   try {
@@ -30,8 +30,12 @@ export function loadMachine(path: string): SimulatedMachine | null {
 
 /** Writes the machine's state atomically (temporary file, then rename). */
 export function saveMachine(path: string, machine: SimulatedMachine): void {
-  mkdirSync(dirname(path), { recursive: true });
-  const tmp = `${path}.${process.pid}.tmp`;
-  writeFileSync(tmp, `${JSON.stringify(machine.state, null, 1)}\n`);
-  renameSync(tmp, path);
+  try {
+    mkdirSync(dirname(path), { recursive: true });
+    const tmp = `${path}.${process.pid}.tmp`;
+    writeFileSync(tmp, `${JSON.stringify(machine.state, null, 1)}\n`);
+    renameSync(tmp, path);
+  } catch (e) {
+    throw new MigpoolError('BAD_INPUT', `cannot write simulator state ${path}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}; pass a writable --state-dir`);
+  }
 }

@@ -1,5 +1,5 @@
 import type { ClusterView, Decision, GpuView, InstanceView, JobSpec, Policy, PolicyContext } from '../types.js';
-import { bestExtension, bestLayoutFor } from './packing.js';
+import { bestExtension, bestLayoutFor, hasLayout } from './packing.js';
 
 /**
  * migpool's policy. Principles:
@@ -240,8 +240,7 @@ export function migpoolPolicy(): Policy {
           touched.add(g.id);
           continue;
         }
-        const same = g.migEnabled && g.instances.length === packed.layout.length && packed.layout.every((l) => g.instances.some((i) => i.start === l.start && i.profile.name === l.profile));
-        if (same) {
+        if (hasLayout(g, packed.layout)) {
           // The GPU already has this layout: start at once (a no-op re-partition brings no event).
           for (const [id, start] of packed.assignment) {
             decisions.push({ kind: 'start-on-instance', job: id, gpu: g.id, start });
@@ -265,8 +264,7 @@ export function migpoolPolicy(): Policy {
           return p !== undefined && acceptable(job, g, profile, p.computeSlices) > 0;
         });
         if (!ext || ext.assignment.size === 0) continue;
-        const same = g.instances.length === ext.layout.length && ext.layout.every((l) => g.instances.some((i) => i.start === l.start && i.profile.name === l.profile));
-        if (same) {
+        if (hasLayout(g, ext.layout)) {
           for (const [id, start] of ext.assignment) decisions.push({ kind: 'start-on-instance', job: id, gpu: g.id, start });
         } else {
           decisions.push({ kind: 'repartition', gpu: g.id, layout: ext.layout });

@@ -1,5 +1,5 @@
 import type { ClusterView, Decision, GpuView, JobSpec, Policy, PolicyContext } from '../types.js';
-import { bestLayoutFor } from './packing.js';
+import { bestLayoutFor, hasLayout } from './packing.js';
 
 /**
  * MISO (Li et al., "MISO: Exploiting Multi-Instance GPU Capability on Multi-Tenant GPU Clusters",
@@ -35,11 +35,7 @@ export function misoPolicy(): Policy {
   const reoptimise = (view: ClusterView, ctx: PolicyContext, g: GpuView, jobs: readonly JobSpec[], decisions: Decision[]): boolean => {
     const packed = bestLayoutFor(g.model, jobs, ctx, true);
     if (!packed) return false;
-    const same =
-      g.migEnabled &&
-      g.instances.length === packed.layout.length &&
-      packed.layout.every((l) => g.instances.some((i) => i.start === l.start && i.profile.name === l.profile)) &&
-      g.instances.every((i) => !i.job || packed.assignment.get(i.job) === i.start);
+    const same = hasLayout(g, packed.layout) && g.instances.every((i) => !i.job || packed.assignment.get(i.job) === i.start);
     for (const i of g.instances) if (i.job && !same) decisions.push({ kind: 'preempt', job: i.job });
     if (!same) decisions.push({ kind: 'repartition', gpu: g.id, layout: packed.layout });
     const readyNow = same && (g.busyUntil === null || g.busyUntil <= view.now);

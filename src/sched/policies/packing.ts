@@ -1,6 +1,6 @@
 import { enumerateLayouts } from '../../mig/geometry.js';
 import type { GpuModel } from '../../mig/types.js';
-import type { JobSpec, PolicyContext } from '../types.js';
+import type { GpuView, JobSpec, PolicyContext } from '../types.js';
 
 /** A layout chosen for a set of jobs: instances by start, and which job goes on which. */
 export interface PackedLayout {
@@ -53,54 +53,7 @@ export function bestLayoutFor(model: GpuModel, given: readonly JobSpec[], ctx: P
 const solved = new Map<string, { layout: PackedLayout['layout']; value: number; starts: (number | null)[] } | null>();
 
 function solve(model: GpuModel, jobs: readonly JobSpec[], ctx: PolicyContext, mustPlaceAll: boolean): PackedLayout | null {
-  const n = jobs.length;
-  if (n === 0 || n > 8) return null;
-  const speedCache = new Map<string, number>();
-  const speed = (j: number, profile: string): number => {
-    const key = `${j}:${profile}`;
-    let v = speedCache.get(key);
-    if (v === undefined) {
-      const job = jobs[j] as JobSpec;
-      const on = { kind: 'instance' as const, model, profile };
-      v = ctx.fits(job, on) ? ctx.speedOn(job, on) : -1;
-      speedCache.set(key, v);
-    }
-    return v;
-  };
-  let best: PackedLayout | null = null;
-  for (const layout of layoutsOf(model)) {
-    const inst = layout.instances;
-    if (mustPlaceAll && inst.length < n) continue;
-    // dp[mask] = best value placing the jobs in mask on the first k instances.
-    let dp = new Map<number, { value: number; picks: number[] }>([[0, { value: 0, picks: [] }]]);
-    for (const instance of inst) {
-      const next = new Map(dp);
-      for (const [mask, state] of dp) {
-        for (let j = 0; j < n; j++) {
-          if (mask & (1 << j)) continue;
-          const s = speed(j, instance.profile.name);
-          if (s < 0) continue;
-          const m2 = mask | (1 << j);
-          const v = state.value + s;
-          const cur = next.get(m2);
-          if (!cur || v > cur.value + 1e-12) next.set(m2, { value: v, picks: [...state.picks, j * 100 + inst.indexOf(instance)] });
-        }
-      }
-      dp = next;
-    }
-    for (const [mask, state] of dp) {
-      if (mustPlaceAll && mask !== (1 << n) - 1) continue;
-      const better = !best || state.value > best.value + 1e-9 || (Math.abs(state.value - best.value) <= 1e-9 && inst.length < best.layout.length);
-      if (!better) continue;
-      const assignment = new Map<string, number>();
-      for (const pick of state.picks) {
-        const job = jobs[Math.floor(pick / 100)] as JobSpec;
-        assignment.set(job.id, (inst[pick % 100] as (typeof inst)[number]).start);
-      }
-      best = { layout: inst.map((i) => ({ profile: i.profile.name, start: i.start })), assignment, value: state.value };
-    }
-  }
-  return best;
+  return solveExtension(model, [], jobs, ctx, () => true, mustPlaceAll);
 }
 
 const extensionCache = new Map<string, PackedLayout | null>();
@@ -142,6 +95,7 @@ function solveExtension(
   jobs: readonly JobSpec[],
   ctx: PolicyContext,
   allowed: (job: JobSpec, profile: string) => boolean,
+  mustPlaceAll = false,
 ): PackedLayout | null {
   const n = jobs.length;
   if (n === 0 || n > 8) return null;
@@ -160,6 +114,7 @@ function solveExtension(
   let best: PackedLayout | null = null;
   for (const layout of layoutsOf(model)) {
     const inst = layout.instances;
+    if (mustPlaceAll && inst.length < n) continue;
     if (!fixed.every((f) => inst.some((i) => i.start === f.start && i.profile.name === f.profile))) continue;
     const free = inst.filter((i) => !fixed.some((f) => f.start === i.start && f.profile === i.profile.name));
     if (free.length === 0) continue;
@@ -179,8 +134,8 @@ function solveExtension(
       }
       dp = next;
     }
-    for (const state of dp.values()) {
-      if (state.picks.length === 0) continue;
+    for (const [mask, state] of dp) {
+      if (state.picks.length === 0 || (mustPlaceAll && mask !== (1 << n) - 1)) continue;
       const better = !best || state.value > best.value + 1e-9 || (Math.abs(state.value - best.value) <= 1e-9 && inst.length < best.layout.length);
       if (!better) continue;
       best = {
@@ -191,4 +146,12 @@ function solveExtension(
     }
   }
   return best;
+}
+
+/**
+ * Whether GPU `g` is in MIG mode with exactly `layout` already. A re-partition to it would change
+ * nothing (and the simulator sends no "ready" event for it): start jobs on its instances instead.
+ */
+export function hasLayout(g: GpuView, layout: readonly { readonly profile: string; readonly start: number }[]): boolean {
+  return g.migEnabled && g.instances.length === layout.length && layout.every((l) => g.instances.some((i) => i.start === l.start && i.profile.name === l.profile));
 }
