@@ -1,0 +1,55 @@
+import type { ProcessRef } from '../store/types.js';
+
+/**
+ * The executor port: runs one attempt of a job somewhere and reports how it ended. The local
+ * executor runs it as a process group on this machine; a Slurm executor hands it to sbatch.
+ *
+ * Deliberately left out: scheduling (the policy decides where), retries (the service decides
+ * whether to run another attempt), GPU partitioning.
+ */
+export interface Executor {
+  /**
+   * Starts an attempt and returns how to find it again. Resolves once the process exists; the
+   * attempt keeps running if the service stops (it is detached from the service).
+   */
+  launch(spec: LaunchSpec): Promise<ProcessRef>;
+  /**
+   * After a restart: watches an attempt started by an earlier service process. Returns `running`
+   * when it is still alive (its pid is still that process: same start time), otherwise how it
+   * ended (from its exit-status file, or `lost` when there is none).
+   */
+  adopt(jobId: string, attempt: number, ref: ProcessRef): Promise<'running' | ExitReport>;
+  /** Stops an attempt: SIGTERM to its process group, SIGKILL after the grace period. */
+  cancel(jobId: string): Promise<void>;
+  /** Called once per attempt when it ends (exit, timeout, cancel, or lost). */
+  onExit(listener: (report: ExitReport) => void): void;
+  /** Paths of an attempt's logs. */
+  logPaths(ref: ProcessRef): { stdout: string; stderr: string };
+  /** Stops watching (timers, child handles) without killing anything. */
+  close(): Promise<void>;
+}
+
+export interface LaunchSpec {
+  readonly jobId: string;
+  readonly attempt: number;
+  readonly command: readonly string[];
+  readonly workdir: string;
+  readonly env: Readonly<Record<string, string>>;
+  /** MIG device UUIDs or GPU UUIDs: what CUDA_VISIBLE_DEVICES gets (comma-separated). */
+  readonly devices: readonly string[];
+  readonly maxRuntimeSeconds: number | null;
+  /** Folder for this attempt (created if missing): stdout.log, stderr.log, exit status. */
+  readonly dir: string;
+}
+
+export interface ExitReport {
+  readonly jobId: string;
+  readonly attempt: number;
+  /** Exit status, or null when killed by a signal or lost. */
+  readonly exitCode: number | null;
+  readonly signal: string | null;
+  /** `exited` on its own; `timeout` past its max runtime; `cancelled` on request; `lost` when nothing says how it ended. */
+  readonly reason: 'exited' | 'timeout' | 'cancelled' | 'lost';
+  /** Milliseconds since the epoch when the end was seen. */
+  readonly endedAt: number;
+}

@@ -1,0 +1,64 @@
+import type { EventRecord, JobFilter, JobRecord, JobState } from '../store/types.js';
+
+/**
+ * What the HTTP server (API, dashboard, metrics) needs from the running service. The real one is
+ * `control/service.ts`; tests may pass a fake. Errors are MigpoolError: BAD_INPUT becomes 400,
+ * NOT_FOUND-like lookups return null (404), everything else 500.
+ */
+export interface PoolService {
+  /** Validates (field paths in errors) and queues a job spec given as parsed JSON/YAML. */
+  submit(spec: unknown): Promise<JobRecord>;
+  getJob(id: string): Promise<JobRecord | null>;
+  listJobs(filter?: JobFilter): Promise<JobRecord[]>;
+  /** Cancels a queued job at once, or asks a running one to stop. Null when no such job. */
+  cancel(id: string): Promise<JobRecord | null>;
+  /**
+   * Reads an attempt's log from byte `offset` (at most `limit` bytes, default 64 KiB). `done`
+   * when the job is in a final state and the end of the file was reached. Null when no such job.
+   */
+  readLog(id: string, stream: 'stdout' | 'stderr', offset: number, limit?: number): Promise<LogChunk | null>;
+  /** Every GPU with its slices and the job on each. */
+  gpus(): Promise<GpuSnapshot[]>;
+  /** Live events (the same records the store keeps). Returns an unsubscribe function. */
+  subscribe(listener: (event: EventRecord) => void): () => void;
+  /** Events after `afterSeq` (for SSE clients that reconnect with Last-Event-ID). */
+  events(afterSeq: number, limit?: number): Promise<EventRecord[]>;
+  /** Figures for /metrics and the dashboard's charts. */
+  stats(): Promise<ServiceStats>;
+}
+
+export interface LogChunk {
+  readonly text: string;
+  readonly nextOffset: number;
+  readonly done: boolean;
+}
+
+export interface GpuSnapshot {
+  readonly index: number;
+  readonly name: string;
+  readonly uuid: string;
+  readonly migEnabled: boolean;
+  /** Compute slices of the GPU (7 on an A100), for drawing. */
+  readonly slices: number;
+  /** MIG instances, or empty when MIG is off. */
+  readonly instances: readonly { readonly profile: string; readonly start: number; readonly size: number; readonly uuid: string | null; readonly job: string | null }[];
+  /** Jobs holding the whole GPU when MIG is off. */
+  readonly wholeGpuJobs: readonly string[];
+  /** True while a re-partition is being applied. */
+  readonly reconfiguring: boolean;
+}
+
+export interface ServiceStats {
+  readonly policy: string;
+  readonly startedAt: number;
+  readonly jobsByState: readonly { readonly state: JobState; readonly priority: 'foreground' | 'background'; readonly count: number }[];
+  /** Instances per profile and whether a job holds them. */
+  readonly slices: readonly { readonly profile: string; readonly state: 'busy' | 'idle'; readonly count: number }[];
+  readonly reconfigurations: number;
+  /** Recent scheduling passes, milliseconds each (newest last, at most 1000). */
+  readonly passMs: readonly number[];
+  /** Recent queue waits of started jobs, seconds (newest last, at most 1000). */
+  readonly queueWaitSeconds: readonly number[];
+  /** Samples over time: busy share of compute slices, and jobs finished per hour over the last window. */
+  readonly timeline: readonly { readonly t: number; readonly utilization: number; readonly throughputJobsPerHour: number; readonly queued: number; readonly running: number }[];
+}

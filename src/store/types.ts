@@ -1,0 +1,122 @@
+import type { JobSpecInput } from '../control/job-spec.js';
+
+/**
+ * The store port: where `migpool serve` keeps its queue, its jobs' history and its events, so that
+ * a crash at any moment loses nothing. Implemented for SQLite (embedded default) and PostgreSQL;
+ * both pass the one conformance suite in `conformance.ts`.
+ *
+ * Deliberately left out: GPU layouts (the GPUs themselves are the truth; the service reads them
+ * back at start), log text (files beside the data dir), users and quotas.
+ *
+ * All times are milliseconds since the Unix epoch, passed in by the caller (the store never reads
+ * a clock). Every method is atomic.
+ */
+export interface Store {
+  /** Creates or upgrades the schema (numbered migrations, each applied once, in order). */
+  init(): Promise<void>;
+  close(): Promise<void>;
+
+  /** Adds a queued job; ids are increasing decimal strings (`"1"`, `"2"`, ...). */
+  insertJob(spec: JobSpecInput, now: number): Promise<JobRecord>;
+  /** Adds many queued jobs in one transaction, in order. */
+  insertJobs(specs: readonly JobSpecInput[], now: number): Promise<JobRecord[]>;
+  getJob(id: string): Promise<JobRecord | null>;
+  /** Jobs matching the filter, by id ascending (or descending with `order: 'desc'`). */
+  listJobs(filter?: JobFilter): Promise<JobRecord[]>;
+  /**
+   * Compare-and-set: applies `patch` only if the job's `version` is still `expectedVersion`, and
+   * bumps the version. Returns the new record, or null when the job is missing or was changed in
+   * between (the caller re-reads and decides again).
+   */
+  updateJob(id: string, expectedVersion: number, patch: JobPatch): Promise<JobRecord | null>;
+  /** Number of jobs per state and priority (states with no job are left out). */
+  countJobs(): Promise<{ state: JobState; priority: JobSpecInput['priority']; count: number }[]>;
+
+  /** Appends an event; `seq` is assigned increasing from 1. */
+  appendEvent(event: NewEvent): Promise<EventRecord>;
+  /** Events with `seq > afterSeq`, ascending, at most `limit` (default 1000). */
+  listEvents(afterSeq: number, limit?: number): Promise<EventRecord[]>;
+
+  /** Small key/value settings (e.g. the service's token hash, schema notes). */
+  getSetting(key: string): Promise<string | null>;
+  putSetting(key: string, value: string): Promise<void>;
+}
+
+/**
+ * A job's life: `queued` → `starting` (placement chosen and written, process not yet confirmed) →
+ * `running` → `succeeded` | `failed` | `cancelled`. A retried or preempted job goes back to
+ * `queued` with `attempt` kept.
+ */
+export type JobState = 'queued' | 'starting' | 'running' | 'succeeded' | 'failed' | 'cancelled';
+
+export const JOB_STATES: readonly JobState[] = ['queued', 'starting', 'running', 'succeeded', 'failed', 'cancelled'];
+export const FINAL_STATES: readonly JobState[] = ['succeeded', 'failed', 'cancelled'];
+
+/** Where a job runs: a MIG instance, or whole GPUs; `devices` is what CUDA_VISIBLE_DEVICES gets. */
+export type JobPlacement =
+  | { readonly kind: 'instance'; readonly gpu: number; readonly start: number; readonly profile: string; readonly devices: readonly string[] }
+  | { readonly kind: 'gpus'; readonly gpus: readonly number[]; readonly sharing: 'exclusive' | 'timeslice' | 'mps'; readonly devices: readonly string[] };
+
+/** The process of a running attempt, enough to find it again after a restart. */
+export interface ProcessRef {
+  readonly pid: number;
+  /** Process start time as /proc/PID/stat field 22 says it (clock ticks since boot): tells a reused pid apart. */
+  readonly startTicks: string;
+  /** Folder of this attempt: logs and the exit-status file. */
+  readonly dir: string;
+}
+
+export interface JobRecord {
+  readonly id: string;
+  readonly spec: JobSpecInput;
+  readonly state: JobState;
+  /** Bumped by every update (compare-and-set). */
+  readonly version: number;
+  readonly submittedAt: number;
+  /** Start of the current (or last) attempt. */
+  readonly startedAt: number | null;
+  readonly endedAt: number | null;
+  /** Attempts started so far. */
+  readonly attempt: number;
+  readonly placement: JobPlacement | null;
+  readonly process: ProcessRef | null;
+  readonly exitCode: number | null;
+  /** Why it ended, failed or went back to the queue, in words. */
+  readonly reason: string | null;
+  readonly cancelRequested: boolean;
+}
+
+/** Fields `updateJob` may change (undefined: unchanged; null: cleared). */
+export type JobPatch = Partial<Pick<JobRecord, 'state' | 'startedAt' | 'endedAt' | 'attempt' | 'placement' | 'process' | 'exitCode' | 'reason' | 'cancelRequested'>>;
+
+export interface JobFilter {
+  readonly states?: readonly JobState[];
+  readonly priority?: JobSpecInput['priority'];
+  /** Only ids greater than this (paging ascending) or less (descending). */
+  readonly after?: string;
+  readonly limit?: number;
+  readonly order?: 'asc' | 'desc';
+}
+
+export type EventType =
+  | 'job-submitted'
+  | 'job-starting'
+  | 'job-started'
+  | 'job-finished'
+  | 'job-requeued'
+  | 'job-cancel-requested'
+  | 'gpu-reconfiguring'
+  | 'gpu-reconfigured'
+  | 'service-started';
+
+export interface NewEvent {
+  readonly time: number;
+  readonly type: EventType;
+  readonly jobId: string | null;
+  /** Free-form JSON details. */
+  readonly data: Readonly<Record<string, unknown>>;
+}
+
+export interface EventRecord extends NewEvent {
+  readonly seq: number;
+}
