@@ -1,0 +1,244 @@
+#!/usr/bin/env node
+// migpool-job-runner: supervises one attempt of a migpool job, so that the attempt's end is
+// recorded and its max runtime enforced even while `migpool serve` is down.
+//
+//   migpool-job-runner.js DIR/launch.json
+//
+// launch.json (written by src/exec/local-executor.ts): { command: string[], workdir, env (added to
+// this process's environment), maxRuntimeSeconds: number | null, graceSeconds }.
+//
+// The runner is started detached (leader of its own session and process group) with stdout and
+// stderr already open on DIR/stdout.log and DIR/stderr.log. It starts the command (argument
+// list, no shell) as the leader of a second process group, which the job and everything it starts
+// belong to, and writes DIR/runner.json { pid, startTicks, jobPid, jobStartTicks }.
+// - SIGTERM or SIGINT to the runner (a cancel): SIGTERM to the job's group, SIGKILL after the grace.
+// - Past the max runtime: the same, recorded as a timeout.
+// - When the job's main process has ended, what is left of its group gets SIGTERM, then SIGKILL
+//   after the grace, so that nothing of the attempt outlives it.
+// Then it writes DIR/exit.json { exitCode, signal, reason: exited | timeout | cancelled, endedAt }
+// (temp file + rename) and exits. A command that cannot be started ends as exit status 127
+// (126 when it exists but cannot be run), the reason in stderr.log.
+// Plain JavaScript without dependencies: it runs as it ships, from the checkout or the package.
+import { spawn } from 'node:child_process';
+import { closeSync, fsyncSync, openSync, readFileSync, readdirSync, renameSync, statSync, writeSync } from 'node:fs';
+import { constants } from 'node:os';
+import { dirname, join } from 'node:path';
+import { clearTimeout, setTimeout } from 'node:timers';
+
+const LEFTOVER_POLL_MS = 50;
+const AFTER_KILL_WAIT_MS = 1000;
+
+function say(message) {
+  try {
+    writeSync(2, `[migpool] ${message}\n`);
+  } catch {
+    // stderr is gone: nothing to tell.
+  }
+}
+
+function statOf(pid) {
+  try {
+    const text = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const rest = text.slice(text.lastIndexOf(')') + 1).trim().split(/\s+/);
+    return { state: rest[0], pgrp: Number(rest[2]), startTicks: rest[19] ?? null };
+  } catch {
+    return null;
+  }
+}
+
+function writeJsonAtomic(path, value) {
+  const temp = `${path}.tmp-${process.pid}`;
+  const fd = openSync(temp, 'w', 0o644);
+  try {
+    writeSync(fd, `${JSON.stringify(value)}\n`);
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+  renameSync(temp, path);
+  try {
+    const dirFd = openSync(dirname(path), 'r');
+    try {
+      fsyncSync(dirFd);
+    } finally {
+      closeSync(dirFd);
+    }
+  } catch {
+    // Some file systems cannot sync a directory; the rename is still atomic.
+  }
+}
+
+/** True while some process of group `pgid` is alive (zombies waiting to be reaped do not count). */
+function groupAlive(pgid) {
+  try {
+    process.kill(-pgid, 0);
+  } catch (error) {
+    return error.code === 'EPERM';
+  }
+  let entries;
+  try {
+    entries = readdirSync('/proc');
+  } catch {
+    return true;
+  }
+  for (const entry of entries) {
+    if (!/^\d+$/.test(entry)) continue;
+    const stat = statOf(entry);
+    if (stat && stat.pgrp === pgid && stat.state !== 'Z' && stat.state !== 'X') return true;
+  }
+  return false;
+}
+
+function signalGroup(pgid, signal) {
+  try {
+    process.kill(-pgid, signal);
+  } catch {
+    // Already gone.
+  }
+}
+
+const launchFile = process.argv[2];
+if (!launchFile) {
+  say('usage: migpool-job-runner.js DIR/launch.json');
+  process.exit(2);
+}
+const dir = dirname(launchFile);
+let launch;
+try {
+  launch = JSON.parse(readFileSync(launchFile, 'utf8'));
+} catch (error) {
+  say(`cannot read ${launchFile}: ${error.message}`);
+  process.exit(2);
+}
+const command = launch.command;
+const graceMs = Math.max(0, Math.round(Number(launch.graceSeconds ?? 10) * 1000));
+
+let reason = 'exited';
+let stopping = false;
+let jobPgid = null;
+let result = null;
+let giveUpAt = null;
+let finished = false;
+const timers = new Set();
+
+function later(ms, fn) {
+  const timer = setTimeout(() => {
+    timers.delete(timer);
+    fn();
+  }, ms);
+  timers.add(timer);
+}
+
+function finish() {
+  if (finished) return;
+  finished = true;
+  for (const timer of timers) clearTimeout(timer);
+  const { exitCode, signal } = result;
+  try {
+    writeJsonAtomic(join(dir, 'exit.json'), { exitCode, signal, reason, endedAt: Date.now() });
+  } catch (error) {
+    say(`cannot write ${join(dir, 'exit.json')}: ${error.message}`);
+  }
+  process.exit(exitCode ?? 128 + (constants.signals[signal] ?? 15));
+}
+
+/** SIGTERM to the job's group now, SIGKILL after the grace. */
+function terminateGroup() {
+  if (stopping) return;
+  stopping = true;
+  signalGroup(jobPgid, 'SIGTERM');
+  later(graceMs, () => {
+    if (groupAlive(jobPgid)) {
+      say(`the job's processes outlived the ${graceMs / 1000} s grace period; sending SIGKILL`);
+      signalGroup(jobPgid, 'SIGKILL');
+    }
+    giveUpAt = Date.now() + AFTER_KILL_WAIT_MS;
+  });
+}
+
+function stop(why, message) {
+  if (result || reason !== 'exited') return;
+  reason = why;
+  say(message);
+  if (jobPgid !== null) terminateGroup();
+}
+
+/** After the job's main process ended: waits for the rest of its group, then finishes. */
+function waitForGroup() {
+  if (!groupAlive(jobPgid) || (giveUpAt !== null && Date.now() >= giveUpAt)) {
+    finish();
+    return;
+  }
+  if (!stopping) {
+    say('the job ended but left processes in its group; sending them SIGTERM');
+    terminateGroup();
+  }
+  later(LEFTOVER_POLL_MS, waitForGroup);
+}
+
+process.on('SIGTERM', () => stop('cancelled', 'cancel requested (SIGTERM); stopping the job'));
+process.on('SIGINT', () => stop('cancelled', 'cancel requested (SIGINT); stopping the job'));
+process.on('SIGHUP', () => {});
+
+function cannotStart(code, message) {
+  say(message);
+  result = { exitCode: code, signal: null };
+  finish();
+}
+
+if (!Array.isArray(command) || command.length === 0 || command.some((word) => typeof word !== 'string')) {
+  cannotStart(127, `${launchFile}: command must be a non-empty list of strings`);
+}
+function isDirectory(path) {
+  try {
+    return statSync(path).isDirectory();
+  } catch {
+    return false;
+  }
+}
+if (!isDirectory(launch.workdir)) {
+  cannotStart(127, `cannot start ${command[0]}: workdir ${launch.workdir} does not exist or is not a directory`);
+}
+
+const child = spawn(command[0], command.slice(1), {
+  cwd: launch.workdir,
+  env: { ...process.env, ...launch.env },
+  stdio: ['ignore', 'inherit', 'inherit'],
+  detached: true,
+});
+
+child.on('error', (error) => {
+  if (child.pid !== undefined || result) return;
+  const notFound = error.code === 'ENOENT';
+  cannotStart(notFound ? 127 : 126, `cannot start ${command[0]}: ${notFound ? 'command not found' : error.message} (${error.code ?? 'error'}; workdir ${launch.workdir})`);
+});
+
+child.on('exit', (exitCode, signal) => {
+  if (result) return;
+  result = { exitCode, signal };
+  if (jobPgid === null) {
+    finish();
+    return;
+  }
+  waitForGroup();
+});
+
+if (child.pid !== undefined) {
+  jobPgid = child.pid;
+  const self = statOf(process.pid);
+  const job = statOf(child.pid);
+  try {
+    writeJsonAtomic(join(dir, 'runner.json'), {
+      pid: process.pid,
+      startTicks: self?.startTicks ?? null,
+      jobPid: child.pid,
+      jobStartTicks: job?.startTicks ?? null,
+    });
+  } catch (error) {
+    say(`cannot write ${join(dir, 'runner.json')}: ${error.message}`);
+  }
+  const maxRuntime = launch.maxRuntimeSeconds;
+  if (typeof maxRuntime === 'number' && maxRuntime > 0) {
+    later(Math.round(maxRuntime * 1000), () => stop('timeout', `max runtime of ${maxRuntime} s reached; stopping the job`));
+  }
+}

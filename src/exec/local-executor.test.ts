@@ -1,0 +1,278 @@
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { Executor, ExitReport, LaunchSpec } from './executor.js';
+import { attemptFiles, createLocalExecutor, jobRunnerPath, readExitFile, readProcessRef } from './local-executor.js';
+import { isSameLiveProcess, readProcStat } from './proc.js';
+
+const node = process.execPath;
+let root: string;
+const executors: Executor[] = [];
+
+function executor(opts: Parameters<typeof createLocalExecutor>[0] = {}): Executor {
+  const made = createLocalExecutor({ graceSeconds: 0.3, pollMs: 25, ...opts });
+  executors.push(made);
+  return made;
+}
+
+let attemptNo = 0;
+function spec(script: string, extra: Partial<LaunchSpec> = {}): LaunchSpec {
+  attemptNo++;
+  return {
+    jobId: `job-${attemptNo}`,
+    attempt: 1,
+    command: [node, '-e', script],
+    workdir: root,
+    env: {},
+    devices: [],
+    maxRuntimeSeconds: null,
+    dir: join(root, `attempt-${attemptNo}`),
+    ...extra,
+  };
+}
+
+/** Resolves with the next report of `jobId`. */
+function nextExit(ex: Executor, jobId: string): Promise<ExitReport> {
+  return new Promise((done) => ex.onExit((report) => report.jobId === jobId && done(report)));
+}
+
+async function waitFor(check: () => boolean, ms = 3000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error('timed out waiting');
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+function processGone(pid: number): boolean {
+  const stat = readProcStat(pid);
+  return stat === null || stat.state === 'Z';
+}
+
+beforeEach(() => {
+  root = mkdtempSync(join(tmpdir(), 'migpool-exec-'));
+});
+
+/** Kills what a failed test may have left running: every runner and job group under `root`. */
+function killLeftovers(): void {
+  for (const entry of readdirSync(root)) {
+    const file = attemptFiles(join(root, entry)).runner;
+    if (!existsSync(file)) continue;
+    const runner = JSON.parse(readFileSync(file, 'utf8')) as { pid: number; startTicks: string; jobPid: number; jobStartTicks: string };
+    for (const [pid, ticks] of [[runner.pid, runner.startTicks], [runner.jobPid, runner.jobStartTicks]] as const) {
+      if (isSameLiveProcess(pid, ticks)) process.kill(-pid, 'SIGKILL');
+    }
+  }
+}
+
+afterEach(async () => {
+  for (const ex of executors.splice(0)) await ex.close();
+  killLeftovers();
+  rmSync(root, { recursive: true, force: true });
+});
+
+describe('jobRunnerPath', () => {
+  it('finds bin/migpool-job-runner.js from src/exec, and the same file from dist/src/exec', () => {
+    const repo = fileURLToPath(new URL('../../', import.meta.url));
+    expect(jobRunnerPath()).toBe(resolve(repo, 'bin/migpool-job-runner.js'));
+    const fromDist = fileURLToPath(new URL('../../../bin/migpool-job-runner.js', new URL('dist/src/exec/local-executor.js', `file://${repo}`)));
+    expect(fromDist).toBe(jobRunnerPath());
+  });
+});
+
+describe('local executor', () => {
+  it('records the exit code, with the ref of a process that existed', async () => {
+    const ex = executor();
+    const s = spec('process.exit(7)');
+    const exit = nextExit(ex, s.jobId);
+    const ref = await ex.launch(s);
+    expect(ref.dir).toBe(s.dir);
+    expect(ref.startTicks).toMatch(/^\d+$/);
+    const report = await exit;
+    expect(report).toMatchObject({ jobId: s.jobId, attempt: 1, exitCode: 7, signal: null, reason: 'exited' });
+    expect(report.endedAt).toBeGreaterThan(Date.now() - 10_000);
+    expect(readExitFile(s.dir)).toMatchObject({ exitCode: 7, reason: 'exited' });
+    expect(readProcessRef(s.dir)).toEqual(ref);
+  });
+
+  it('runs in the workdir with the environment, CUDA_VISIBLE_DEVICES and the job id; output goes to the log files', async () => {
+    const ex = executor();
+    const workdir = join(root, 'work dir');
+    mkdirSync(workdir);
+    const script = `
+      const e = process.env;
+      console.log(JSON.stringify({ cwd: process.cwd(), cuda: e.CUDA_VISIBLE_DEVICES, job: e.MIGPOOL_JOB_ID, attempt: e.MIGPOOL_ATTEMPT, mine: e.MY_VAR, path: e.PATH !== undefined }));
+      console.error('to stderr');`;
+    const s = spec(script, { workdir, env: { MY_VAR: 'a b', CUDA_VISIBLE_DEVICES: 'not this' }, devices: ['MIG-aaa', 'MIG-bbb'], attempt: 3 });
+    const exit = nextExit(ex, s.jobId);
+    const ref = await ex.launch(s);
+    expect(await exit).toMatchObject({ exitCode: 0, attempt: 3, reason: 'exited' });
+    const logs = ex.logPaths(ref);
+    expect(logs).toEqual({ stdout: join(s.dir, 'stdout.log'), stderr: join(s.dir, 'stderr.log') });
+    expect(JSON.parse(readFileSync(logs.stdout, 'utf8'))).toEqual({ cwd: workdir, cuda: 'MIG-aaa,MIG-bbb', job: s.jobId, attempt: '3', mine: 'a b', path: true });
+    expect(readFileSync(logs.stderr, 'utf8')).toBe('to stderr\n');
+    expect(statSync(attemptFiles(s.dir).launch).mode & 0o077).toBe(0);
+  });
+
+  it('stops a job past its max runtime, recorded as a timeout', async () => {
+    const ex = executor();
+    const s = spec('setInterval(() => {}, 1000)', { maxRuntimeSeconds: 0.3 });
+    const exit = nextExit(ex, s.jobId);
+    const started = Date.now();
+    await ex.launch(s);
+    expect(await exit).toMatchObject({ exitCode: null, signal: 'SIGTERM', reason: 'timeout' });
+    expect(Date.now() - started).toBeLessThan(2500);
+    expect(readFileSync(join(s.dir, 'stderr.log'), 'utf8')).toContain('max runtime of 0.3 s');
+  });
+
+  it('cancel stops the whole group: a grandchild that ignores SIGTERM gets SIGKILL after the grace', async () => {
+    const ex = executor();
+    const grandchild = `process.on('SIGTERM', () => {}); setInterval(() => {}, 1000); console.log('ready')`;
+    const script = `
+      const { spawn } = require('node:child_process');
+      const g = spawn(process.execPath, ['-e', ${JSON.stringify(grandchild)}], { stdio: ['ignore', 'pipe', 'inherit'] });
+      g.stdout.once('data', () => console.log(String(g.pid)));
+      setInterval(() => {}, 1000);`;
+    const s = spec(script);
+    const exit = nextExit(ex, s.jobId);
+    await ex.launch(s);
+    const stdout = join(s.dir, 'stdout.log');
+    await waitFor(() => existsSync(stdout) && /^\d+\n/.test(readFileSync(stdout, 'utf8')));
+    const grandchildPid = Number(readFileSync(stdout, 'utf8').trim());
+    expect(processGone(grandchildPid)).toBe(false);
+    await ex.cancel(s.jobId);
+    expect(await exit).toMatchObject({ exitCode: null, signal: 'SIGTERM', reason: 'cancelled' });
+    expect(processGone(grandchildPid)).toBe(true);
+    expect(readFileSync(join(s.dir, 'stderr.log'), 'utf8')).toContain('sending SIGKILL');
+    await ex.cancel(s.jobId);
+    await ex.cancel('no-such-job');
+  });
+
+  it('a restarted service adopts a running attempt and reports its end', async () => {
+    const first = executor();
+    const s = spec(`const fs = require('node:fs'); setInterval(() => fs.existsSync('go') && process.exit(5), 20)`);
+    const ref = await first.launch(s);
+    let firstReports = 0;
+    first.onExit(() => firstReports++);
+    await first.close();
+
+    const second = executor();
+    const exit = nextExit(second, s.jobId);
+    expect(await second.adopt(s.jobId, 1, ref)).toBe('running');
+    expect(await second.adopt(s.jobId, 1, ref)).toBe('running');
+    writeFileSync(join(root, 'go'), '');
+    expect(await exit).toMatchObject({ jobId: s.jobId, attempt: 1, exitCode: 5, reason: 'exited' });
+    expect(firstReports).toBe(0);
+  });
+
+  it('a restarted service can cancel an adopted attempt', async () => {
+    const first = executor();
+    const s = spec('setInterval(() => {}, 1000)');
+    const ref = await first.launch(s);
+    await first.close();
+    await waitFor(() => readProcessRef(s.dir) !== null);
+    const second = executor();
+    const exit = nextExit(second, s.jobId);
+    expect(await second.adopt(s.jobId, 1, ref)).toBe('running');
+    await second.cancel(s.jobId);
+    expect(await exit).toMatchObject({ reason: 'cancelled', signal: 'SIGTERM' });
+  });
+
+  it('adopting an attempt that has ended returns its exit.json, and no onExit call', async () => {
+    const first = executor();
+    const s = spec('process.exit(3)');
+    const done = nextExit(first, s.jobId);
+    const ref = await first.launch(s);
+    await done;
+    const second = executor();
+    let reports = 0;
+    second.onExit(() => reports++);
+    const adopted = await second.adopt(s.jobId, 1, ref);
+    expect(adopted).toMatchObject({ jobId: s.jobId, attempt: 1, exitCode: 3, signal: null, reason: 'exited' });
+    expect(adopted).toHaveProperty('endedAt', readExitFile(s.dir)?.endedAt);
+    await new Promise((r) => setTimeout(r, 60));
+    expect(reports).toBe(0);
+  });
+
+  it('a pid now used by another process is lost, not running', async () => {
+    const ex = executor({ now: () => 1234 });
+    const own = readProcStat(process.pid);
+    expect(own).not.toBeNull();
+    const dir = join(root, 'never-ran');
+    const wrongTicks = String(BigInt(own?.startTicks ?? '0') + 1n);
+    expect(await ex.adopt('j', 2, { pid: process.pid, startTicks: wrongTicks, dir })).toEqual({
+      jobId: 'j',
+      attempt: 2,
+      exitCode: null,
+      signal: null,
+      reason: 'lost',
+      endedAt: 1234,
+    });
+    expect(isSameLiveProcess(process.pid, own?.startTicks ?? '')).toBe(true);
+    expect(await ex.adopt('k', 1, { pid: 2 ** 22 + 17, startTicks: '1', dir })).toMatchObject({ reason: 'lost' });
+  });
+
+  it('a runner that vanished without exit.json is lost, and what is left of its job is killed', async () => {
+    const ex = executor({ now: () => 99 });
+    const s = spec('setInterval(() => {}, 1000)');
+    const exit = nextExit(ex, s.jobId);
+    const ref = await ex.launch(s);
+    await waitFor(() => readProcessRef(s.dir) !== null);
+    const jobPid = (JSON.parse(readFileSync(attemptFiles(s.dir).runner, 'utf8')) as { jobPid: number }).jobPid;
+    process.kill(ref.pid, 'SIGKILL');
+    expect(await exit).toEqual({ jobId: s.jobId, attempt: 1, exitCode: null, signal: null, reason: 'lost', endedAt: 99 });
+    await waitFor(() => processGone(jobPid));
+  });
+
+  it('a command that cannot be found ends as 127 with the reason in stderr.log', async () => {
+    const ex = executor();
+    const s = spec('', { command: ['migpool-no-such-command-xyz', '--flag'] });
+    const exit = nextExit(ex, s.jobId);
+    await ex.launch(s);
+    expect(await exit).toMatchObject({ exitCode: 127, signal: null, reason: 'exited' });
+    expect(readFileSync(join(s.dir, 'stderr.log'), 'utf8')).toMatch(/cannot start migpool-no-such-command-xyz: command not found/);
+  });
+
+  it('a missing workdir ends as 127 with the reason in stderr.log', async () => {
+    const ex = executor();
+    const s = spec('0', { workdir: join(root, 'missing') });
+    const exit = nextExit(ex, s.jobId);
+    await ex.launch(s);
+    expect(await exit).toMatchObject({ exitCode: 127, reason: 'exited' });
+    expect(readFileSync(join(s.dir, 'stderr.log'), 'utf8')).toContain(`workdir ${join(root, 'missing')} does not exist`);
+  });
+
+  it('refuses a second launch of a running job, and of a folder whose attempt still runs', async () => {
+    const ex = executor();
+    const s = spec('setInterval(() => {}, 1000)');
+    const exit = nextExit(ex, s.jobId);
+    await ex.launch(s);
+    await expect(ex.launch({ ...s, attempt: 2 })).rejects.toThrow(/attempt 1 is still running/);
+    await waitFor(() => readProcessRef(s.dir) !== null);
+    const other = executor();
+    await expect(other.launch(s)).rejects.toThrow(/still running .*adopt it/);
+    await ex.cancel(s.jobId);
+    await exit;
+  });
+
+  it('rejects bad launch specs with one-line messages', async () => {
+    const ex = executor();
+    await expect(ex.launch(spec('', { command: [] }))).rejects.toMatchObject({ code: 'BAD_INPUT', message: expect.stringMatching(/command must be a non-empty list/) });
+    await expect(ex.launch(spec('', { maxRuntimeSeconds: -1 }))).rejects.toMatchObject({ code: 'BAD_INPUT', message: expect.stringMatching(/maxRuntimeSeconds -1/) });
+    expect(() => createLocalExecutor({ pollMs: 0 })).toThrow(/pollMs 0/);
+  });
+
+  it('relaunching into the folder of an ended attempt starts afresh', async () => {
+    const ex = executor();
+    const s = spec('process.exit(1)');
+    let exit = nextExit(ex, s.jobId);
+    await ex.launch(s);
+    expect(await exit).toMatchObject({ exitCode: 1 });
+    writeFileSync(join(s.dir, 'note'), '');
+    exit = nextExit(ex, s.jobId);
+    await ex.launch({ ...s, attempt: 2, command: [node, '-e', 'process.exit(0)'] });
+    expect(await exit).toMatchObject({ attempt: 2, exitCode: 0 });
+  });
+});

@@ -1,0 +1,407 @@
+/**
+ * The local executor: runs each attempt on this machine under `bin/migpool-job-runner.js`, a small
+ * supervisor started detached from the service, so that an attempt survives the service being
+ * killed, its max runtime is enforced while the service is down, and how it ended is written to
+ * its folder for the next service process to read.
+ *
+ * An attempt's folder (`LaunchSpec.dir`) holds:
+ * - `launch.json`: what to run (command, workdir, added environment, max runtime, grace), mode 0600;
+ * - `runner.json`: `{ pid, startTicks, jobPid, jobStartTicks }`, written by the runner as it starts
+ *   the command (see {@link readProcessRef});
+ * - `stdout.log`, `stderr.log`: the job's output, appended (the runner's own notes go to stderr.log
+ *   as lines starting with `[migpool]`);
+ * - `exit.json`: `{ exitCode, signal, reason, endedAt }`, written atomically by the runner when the
+ *   attempt has ended.
+ *
+ * Process layout: the runner leads its own session and process group (`ProcessRef.pid`); the
+ * command leads a second one, to which everything it starts belongs. A cancel sends SIGTERM to
+ * the runner's group; the runner passes it to the job's group and sends SIGKILL there after the
+ * grace period. Leftovers of the job's group after its main process ended get the same treatment,
+ * so nothing of an attempt outlives its exit report.
+ *
+ * Linux only (/proc).
+ */
+import { spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
+import { closeSync, existsSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { MigpoolError, badInput } from '../errors.js';
+import type { ProcessRef } from '../store/types.js';
+import type { Executor, ExitReport, LaunchSpec } from './executor.js';
+import { isSameLiveProcess, readProcStat } from './proc.js';
+
+export interface LocalExecutorOptions {
+  /** Seconds from SIGTERM to SIGKILL when an attempt is cancelled or runs past its max runtime. Default 10. */
+  graceSeconds?: number;
+  /** Milliseconds between checks that adopted attempts are still alive. Default 1000. */
+  pollMs?: number;
+  /** Clock (ms since the epoch) for the `endedAt` of attempts whose end the runner did not record. Default `Date.now`. */
+  now?: () => number;
+}
+
+/** How the runner recorded an attempt's end (`exit.json`). */
+export interface ExitFile {
+  readonly exitCode: number | null;
+  readonly signal: string | null;
+  readonly reason: 'exited' | 'timeout' | 'cancelled';
+  readonly endedAt: number;
+}
+
+/** Extra seconds the executor waits past the grace period before it kills a runner that did not finish a cancel itself. */
+const RUNNER_BACKSTOP_SECONDS = 2;
+
+const RUNNER_CANDIDATES = ['../../bin/migpool-job-runner.js', '../../../bin/migpool-job-runner.js'];
+
+let runnerPath: string | null = null;
+
+/**
+ * Path of `bin/migpool-job-runner.js`, found relative to this module whether it runs from
+ * `src/exec/` (tests) or `dist/src/exec/` (the built CLI).
+ */
+export function jobRunnerPath(): string {
+  if (runnerPath !== null) return runnerPath;
+  for (const candidate of RUNNER_CANDIDATES) {
+    const path = fileURLToPath(new URL(candidate, import.meta.url));
+    if (existsSync(path)) {
+      runnerPath = path;
+      return path;
+    }
+  }
+  throw new MigpoolError('RUNTIME', `cannot find bin/migpool-job-runner.js above ${fileURLToPath(import.meta.url)}; reinstall migpool`);
+}
+
+/** Paths of the files in an attempt's folder. */
+export function attemptFiles(dir: string): { launch: string; runner: string; exit: string; stdout: string; stderr: string } {
+  return {
+    launch: join(dir, 'launch.json'),
+    runner: join(dir, 'runner.json'),
+    exit: join(dir, 'exit.json'),
+    stdout: join(dir, 'stdout.log'),
+    stderr: join(dir, 'stderr.log'),
+  };
+}
+
+function readJson(path: string): unknown {
+  try {
+    return JSON.parse(readFileSync(path, 'utf8')) as unknown;
+  } catch {
+    return null;
+  }
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** The attempt's `exit.json`, or null when it has none (still running, or lost) or it is unreadable. */
+export function readExitFile(dir: string): ExitFile | null {
+  const value = readJson(attemptFiles(dir).exit);
+  if (!isRecord(value)) return null;
+  const { exitCode, signal, reason, endedAt } = value;
+  if (!(exitCode === null || Number.isInteger(exitCode))) return null;
+  if (!(signal === null || typeof signal === 'string')) return null;
+  if (reason !== 'exited' && reason !== 'timeout' && reason !== 'cancelled') return null;
+  if (typeof endedAt !== 'number' || !Number.isFinite(endedAt)) return null;
+  return { exitCode: exitCode as number | null, signal, reason, endedAt };
+}
+
+interface RunnerFile {
+  readonly pid: number;
+  readonly startTicks: string | null;
+  readonly jobPid: number | null;
+  readonly jobStartTicks: string | null;
+}
+
+function readRunnerFile(dir: string): RunnerFile | null {
+  const value = readJson(attemptFiles(dir).runner);
+  if (!isRecord(value) || !Number.isInteger(value.pid)) return null;
+  const text = (v: unknown): string | null => (typeof v === 'string' ? v : null);
+  return {
+    pid: value.pid as number,
+    startTicks: text(value.startTicks),
+    jobPid: Number.isInteger(value.jobPid) ? (value.jobPid as number) : null,
+    jobStartTicks: text(value.jobStartTicks),
+  };
+}
+
+/**
+ * The runner's process as it recorded itself in `runner.json`, or null when it has not (yet).
+ * For a job found `starting` after a restart (the service died between launching and recording
+ * the ref): when this returns a ref, `adopt` it rather than launching again.
+ */
+export function readProcessRef(dir: string): ProcessRef | null {
+  const runner = readRunnerFile(dir);
+  if (runner === null || runner.startTicks === null) return null;
+  return { pid: runner.pid, startTicks: runner.startTicks, dir };
+}
+
+function signalGroup(pgid: number, signal: NodeJS.Signals): void {
+  try {
+    process.kill(-pgid, signal);
+  } catch {
+    // Already gone.
+  }
+}
+
+/** SIGKILL to what is left of an attempt's job group, unless its leader's pid now names another process. */
+function killOrphanedJob(dir: string): void {
+  const runner = readRunnerFile(dir);
+  if (runner === null || runner.jobPid === null || runner.jobPid <= 1) return;
+  const stat = readProcStat(runner.jobPid);
+  if (stat !== null && stat.startTicks !== runner.jobStartTicks) return;
+  signalGroup(runner.jobPid, 'SIGKILL');
+}
+
+function writePrivateJsonAtomic(path: string, value: unknown): void {
+  const temp = `${path}.tmp-${process.pid}`;
+  writeFileSync(temp, `${JSON.stringify(value)}\n`, { mode: 0o600 });
+  renameSync(temp, path);
+}
+
+function validateSpec(spec: LaunchSpec): void {
+  const where = `launch of job ${JSON.stringify(spec.jobId)}`;
+  if (typeof spec.jobId !== 'string' || spec.jobId === '') throw badInput(`launch: jobId is empty; give the job's id`);
+  if (!Number.isInteger(spec.attempt) || spec.attempt < 0) throw badInput(`${where}: attempt ${spec.attempt} is not a whole number >= 0`);
+  if (!Array.isArray(spec.command) || spec.command.length === 0 || spec.command.some((w) => typeof w !== 'string') || spec.command[0] === '') {
+    throw badInput(`${where}: command must be a non-empty list of strings, the program first`);
+  }
+  if (typeof spec.workdir !== 'string' || spec.workdir === '') throw badInput(`${where}: workdir is empty; give the folder to run in`);
+  if (typeof spec.dir !== 'string' || spec.dir === '') throw badInput(`${where}: dir is empty; give the attempt's folder`);
+  for (const [key, value] of Object.entries(spec.env)) {
+    if (typeof value !== 'string') throw badInput(`${where}: env.${key} is not a string`);
+  }
+  if (spec.devices.some((d) => typeof d !== 'string' || d.includes(','))) throw badInput(`${where}: devices must be strings without commas`);
+  const max = spec.maxRuntimeSeconds;
+  if (max !== null && !(typeof max === 'number' && Number.isFinite(max) && max > 0)) {
+    throw badInput(`${where}: maxRuntimeSeconds ${String(max)} must be a positive number of seconds or null`);
+  }
+}
+
+interface Tracked {
+  readonly jobId: string;
+  readonly attempt: number;
+  readonly ref: ProcessRef;
+  /** The runner, when this service process started it; null for an adopted attempt (watched by polling). */
+  readonly child: ChildProcess | null;
+  onChildExit: ((code: number | null, signal: NodeJS.Signals | null) => void) | null;
+  cancelRequested: boolean;
+  killTimer: NodeJS.Timeout | null;
+}
+
+/**
+ * Creates the local executor (see the module comment for how attempts run).
+ *
+ * - `launch` writes the attempt's folder and starts the runner; it resolves once the runner
+ *   process exists, with its pid and start ticks. It refuses a job that this executor still runs,
+ *   and a folder whose runner is still alive (adopt that one instead).
+ * - `adopt` after a restart: `running` when `ref.pid` is still the runner (same start ticks; a pid
+ *   reused by another process is not), which is then watched every `pollMs`; otherwise the report
+ *   from `exit.json`, or `lost`. A report that `adopt` returns is not also passed to `onExit`.
+ * - `onExit` listeners get one report per attempt launched or adopted as running. When the runner
+ *   vanished without `exit.json` (killed itself), the report is `cancelled` if this executor
+ *   was asked to cancel it, else `lost`, and what is left of the job is killed.
+ * - `cancel`: SIGTERM to the runner's group (the runner stops the job: SIGTERM to the job's group,
+ *   SIGKILL after `graceSeconds`, and records `cancelled`); should the runner itself still be alive
+ *   2 s after that, it and the job's group get SIGKILL. Unknown or finished jobs: nothing happens.
+ * - `close` stops watching; attempts keep running.
+ */
+export function createLocalExecutor(opts: LocalExecutorOptions = {}): Executor {
+  const graceSeconds = opts.graceSeconds ?? 10;
+  const pollMs = opts.pollMs ?? 1000;
+  const now = opts.now ?? Date.now;
+  if (!(Number.isFinite(graceSeconds) && graceSeconds >= 0)) throw badInput(`local executor: graceSeconds ${graceSeconds} must be a number of seconds >= 0`);
+  if (!(Number.isFinite(pollMs) && pollMs > 0)) throw badInput(`local executor: pollMs ${pollMs} must be a positive number of milliseconds`);
+
+  const tracked = new Map<string, Tracked>();
+  const reported = new Set<string>();
+  const listeners: ((report: ExitReport) => void)[] = [];
+  let pollTimer: NodeJS.Timeout | null = null;
+  let closed = false;
+
+  const keyOf = (jobId: string, attempt: number): string => `${jobId}\u0000${attempt}`;
+
+  function assertOpen(what: string): void {
+    if (closed) throw new MigpoolError('RUNTIME', `local executor: ${what} after close(); create a new executor`);
+  }
+
+  function untrack(t: Tracked): void {
+    if (tracked.get(t.jobId) === t) tracked.delete(t.jobId);
+    if (t.killTimer !== null) clearTimeout(t.killTimer);
+    t.killTimer = null;
+    if (t.child !== null && t.onChildExit !== null) t.child.off('exit', t.onChildExit);
+    t.onChildExit = null;
+    if (pollTimer !== null && ![...tracked.values()].some((o) => o.child === null)) {
+      clearInterval(pollTimer);
+      pollTimer = null;
+    }
+  }
+
+  function emit(report: ExitReport): void {
+    const key = keyOf(report.jobId, report.attempt);
+    if (reported.has(key)) return;
+    reported.add(key);
+    for (const listener of listeners) {
+      try {
+        listener(report);
+      } catch (error) {
+        process.emitWarning(`local executor: an onExit listener threw for job ${report.jobId} attempt ${report.attempt}: ${String(error)}`);
+      }
+    }
+  }
+
+  /** The report of an attempt whose runner is gone. */
+  function endReport(jobId: string, attempt: number, dir: string, cancelRequested: boolean, runnerSignal: string | null): ExitReport {
+    const exit = readExitFile(dir);
+    if (exit !== null) return { jobId, attempt, ...exit };
+    killOrphanedJob(dir);
+    if (cancelRequested) return { jobId, attempt, exitCode: null, signal: runnerSignal, reason: 'cancelled', endedAt: now() };
+    return { jobId, attempt, exitCode: null, signal: null, reason: 'lost', endedAt: now() };
+  }
+
+  function ended(t: Tracked, runnerSignal: string | null): void {
+    if (closed || tracked.get(t.jobId) !== t) return;
+    untrack(t);
+    emit(endReport(t.jobId, t.attempt, t.ref.dir, t.cancelRequested, runnerSignal));
+  }
+
+  function poll(): void {
+    for (const t of [...tracked.values()]) {
+      if (t.child === null && !isSameLiveProcess(t.ref.pid, t.ref.startTicks)) ended(t, null);
+    }
+  }
+
+  function watchByPolling(): void {
+    if (pollTimer !== null) return;
+    pollTimer = setInterval(poll, pollMs);
+    pollTimer.unref();
+  }
+
+  async function launch(spec: LaunchSpec): Promise<ProcessRef> {
+    assertOpen('launch');
+    validateSpec(spec);
+    const running = tracked.get(spec.jobId);
+    if (running !== undefined) {
+      throw new MigpoolError('RUNTIME', `job ${spec.jobId}: attempt ${running.attempt} is still running (pid ${running.ref.pid}); cancel it or wait for its end before launching attempt ${spec.attempt}`, {
+        jobId: spec.jobId,
+        pid: running.ref.pid,
+      });
+    }
+    const files = attemptFiles(spec.dir);
+    try {
+      mkdirSync(spec.dir, { recursive: true });
+    } catch (error) {
+      throw new MigpoolError('RUNTIME', `job ${spec.jobId}: cannot create attempt folder ${spec.dir}: ${(error as Error).message}`, { jobId: spec.jobId, dir: spec.dir });
+    }
+    const earlier = readProcessRef(spec.dir);
+    if (earlier !== null && isSameLiveProcess(earlier.pid, earlier.startTicks)) {
+      throw new MigpoolError('RUNTIME', `job ${spec.jobId}: ${spec.dir} holds an attempt that is still running (pid ${earlier.pid}); adopt it instead of launching again`, {
+        jobId: spec.jobId,
+        dir: spec.dir,
+        pid: earlier.pid,
+      });
+    }
+    rmSync(files.exit, { force: true });
+    rmSync(files.runner, { force: true });
+    writePrivateJsonAtomic(files.launch, {
+      command: spec.command,
+      workdir: spec.workdir,
+      env: {
+        ...spec.env,
+        CUDA_VISIBLE_DEVICES: spec.devices.join(','),
+        MIGPOOL_JOB_ID: spec.jobId,
+        MIGPOOL_ATTEMPT: String(spec.attempt),
+      },
+      maxRuntimeSeconds: spec.maxRuntimeSeconds,
+      graceSeconds,
+    });
+
+    const out = openSync(files.stdout, 'a', 0o644);
+    let child: ChildProcess;
+    try {
+      const err = openSync(files.stderr, 'a', 0o644);
+      try {
+        child = spawn(process.execPath, [jobRunnerPath(), files.launch], { cwd: spec.dir, detached: true, stdio: ['ignore', out, err] });
+      } finally {
+        closeSync(err);
+      }
+    } finally {
+      closeSync(out);
+    }
+    const pid = child.pid;
+    if (pid === undefined) {
+      const error = await new Promise<Error>((resolve) => child.once('error', resolve));
+      throw new MigpoolError('RUNTIME', `job ${spec.jobId}: cannot start ${process.execPath} for the job runner: ${error.message}`, { jobId: spec.jobId });
+    }
+    child.on('error', () => {
+      // Errors after the start (none expected: signals go through process.kill) must not crash the service.
+    });
+    // The runner is our unreaped child until its exit is handled, so its stat is there even if it already ended.
+    const stat = readProcStat(pid);
+    if (stat === null) {
+      signalGroup(pid, 'SIGKILL');
+      throw new MigpoolError('RUNTIME', `job ${spec.jobId}: cannot read /proc/${pid}/stat; the local executor needs Linux's /proc`, { jobId: spec.jobId, pid });
+    }
+    const ref: ProcessRef = { pid, startTicks: stat.startTicks, dir: spec.dir };
+    const t: Tracked = { jobId: spec.jobId, attempt: spec.attempt, ref, child, onChildExit: null, cancelRequested: false, killTimer: null };
+    t.onChildExit = (_code, signal) => ended(t, signal);
+    child.once('exit', t.onChildExit);
+    child.unref();
+    tracked.set(spec.jobId, t);
+    return ref;
+  }
+
+  async function adopt(jobId: string, attempt: number, ref: ProcessRef): Promise<'running' | ExitReport> {
+    assertOpen('adopt');
+    if (!Number.isInteger(ref.pid) || ref.pid <= 0 || typeof ref.startTicks !== 'string' || typeof ref.dir !== 'string' || ref.dir === '') {
+      throw badInput(`adopt of job ${JSON.stringify(jobId)} attempt ${attempt}: the process ref ${JSON.stringify(ref)} needs a pid, its startTicks and the attempt's dir`);
+    }
+    const current = tracked.get(jobId);
+    if (current !== undefined && current.attempt === attempt && current.ref.pid === ref.pid && current.ref.startTicks === ref.startTicks) return 'running';
+    if (isSameLiveProcess(ref.pid, ref.startTicks)) {
+      if (current !== undefined) untrack(current);
+      tracked.set(jobId, { jobId, attempt, ref, child: null, onChildExit: null, cancelRequested: false, killTimer: null });
+      watchByPolling();
+      return 'running';
+    }
+    reported.add(keyOf(jobId, attempt));
+    return endReport(jobId, attempt, ref.dir, false, null);
+  }
+
+  async function cancel(jobId: string): Promise<void> {
+    const t = tracked.get(jobId);
+    if (closed || t === undefined || t.cancelRequested) return;
+    t.cancelRequested = true;
+    if (!isSameLiveProcess(t.ref.pid, t.ref.startTicks)) return;
+    signalGroup(t.ref.pid, 'SIGTERM');
+    t.killTimer = setTimeout(
+      () => {
+        t.killTimer = null;
+        if (tracked.get(jobId) !== t || !isSameLiveProcess(t.ref.pid, t.ref.startTicks)) return;
+        signalGroup(t.ref.pid, 'SIGKILL');
+        killOrphanedJob(t.ref.dir);
+      },
+      (graceSeconds + RUNNER_BACKSTOP_SECONDS) * 1000,
+    );
+    t.killTimer.unref();
+  }
+
+  function onExit(listener: (report: ExitReport) => void): void {
+    listeners.push(listener);
+  }
+
+  function logPaths(ref: ProcessRef): { stdout: string; stderr: string } {
+    const files = attemptFiles(ref.dir);
+    return { stdout: files.stdout, stderr: files.stderr };
+  }
+
+  async function close(): Promise<void> {
+    if (closed) return;
+    for (const t of [...tracked.values()]) untrack(t);
+    if (pollTimer !== null) clearInterval(pollTimer);
+    pollTimer = null;
+    closed = true;
+  }
+
+  return { launch, adopt, cancel, onExit, logPaths, close };
+}
