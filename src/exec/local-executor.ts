@@ -103,7 +103,7 @@ export function readExitFile(dir: string): ExitFile | null {
   if (!(signal === null || typeof signal === 'string')) return null;
   if (reason !== 'exited' && reason !== 'timeout' && reason !== 'cancelled') return null;
   if (typeof endedAt !== 'number' || !Number.isFinite(endedAt)) return null;
-  return { exitCode: exitCode as number | null, signal, reason, endedAt };
+  return { exitCode: exitCode as number | null, signal: signal as string | null, reason, endedAt };
 }
 
 interface RunnerFile {
