@@ -11,7 +11,8 @@ import { loadMachine } from '../gpu/simulated/state-file.js';
  * other jobs on it: time-slicing, or MPS when CUDA_MPS_PIPE_DIRECTORY is set), and then "trains"
  * at that speed, printing the bench progress protocol. `--time-scale F` runs F times the model's
  * time per iteration (0.01: a hundred times faster). A job that does not fit exits like a CUDA
- * out-of-memory error.
+ * out-of-memory error. `--iterations N` ends it (exit 0) after N iterations, as a finite training
+ * run; without it, it trains until SIGTERM. `--report-ms M` prints progress at most every M ms.
  */
 function option(args: readonly string[], name: string, fallback: string): string {
   const at = args.indexOf(name);
@@ -41,6 +42,9 @@ async function main(): Promise<void> {
   const args = process.argv.slice(2);
   const workload = resolveWorkload(option(args, '--workload', 'small'));
   const scale = Number(option(args, '--time-scale', '1'));
+  const limit = Number(option(args, '--iterations', 'Infinity'));
+  const reportMs = Number(option(args, '--report-ms', '0'));
+  let lastReport = -Infinity;
   const uuid = process.env['CUDA_VISIBLE_DEVICES'] ?? '';
   const statePath = process.env['MIGPOOL_FAKE_NVIDIA_SMI_STATE'] ?? '';
   if (!uuid || !statePath) {
@@ -72,7 +76,14 @@ async function main(): Promise<void> {
     }
     iterations += (now - last) / iterationMs;
     last = now;
-    process.stdout.write(`${JSON.stringify({ migpool_samples: Math.floor(iterations) * workload.batchSize })}\n`);
+    if (now - lastReport >= reportMs || iterations >= limit) {
+      process.stdout.write(`${JSON.stringify({ migpool_samples: Math.floor(Math.min(iterations, limit)) * workload.batchSize })}\n`);
+      lastReport = now;
+    }
+    if (iterations >= limit) {
+      process.stdout.write(`${JSON.stringify({ done: true, iterations: limit, on: resourceNow(uuid, statePath).label })}\n`);
+      return;
+    }
     await new Promise((r) => setTimeout(r, 20));
   }
 }

@@ -22,21 +22,29 @@ export interface FoundGpu {
   readonly current: CurrentGpu | null;
 }
 
-/** Reads every GPU's MIG mode, instances, compute instances and processes through the port. */
-export async function readCurrentState(port: GpuPort): Promise<FoundGpu[]> {
-  const gpus = await port.listGpus();
+/**
+ * Reads every GPU's MIG mode, instances, compute instances and processes through the port (or
+ * only GPU `only`'s, e.g. after changing it).
+ */
+export async function readCurrentState(port: GpuPort, only?: number): Promise<FoundGpu[]> {
+  const gpus = (await port.listGpus()).filter((g) => only === undefined || g.index === only);
   const anyMig = gpus.some((g) => g.migMode?.current === 'enabled');
   const [gis, cis, procs] = await Promise.all([
-    anyMig ? port.listGpuInstances() : Promise.resolve([]),
-    anyMig ? port.listComputeInstances() : Promise.resolve([]),
+    anyMig ? port.listGpuInstances(only) : Promise.resolve([]),
+    anyMig ? port.listComputeInstances(only) : Promise.resolve([]),
     gpus.length > 0 ? port.listProcesses() : Promise.resolve([]),
   ]);
+  const byGpu = <T extends { readonly gpu: number }>(xs: readonly T[]): Map<number, T[]> => {
+    const m = new Map<number, T[]>();
+    for (const x of xs) m.set(x.gpu, [...(m.get(x.gpu) ?? []), x]);
+    return m;
+  };
+  const [gisOf, cisOf, procsOf] = [byGpu(gis), byGpu(cis), byGpu(procs)];
   return gpus.map((info) => {
     const model = modelOfGpu(info);
     if (!model || !info.migMode) return { info, current: null };
-    const mine = procs.filter((p) => p.gpu === info.index);
-    const instances = gis
-      .filter((g) => g.gpu === info.index)
+    const mine = procsOf.get(info.index) ?? [];
+    const instances = (gisOf.get(info.index) ?? [])
       .flatMap((g) => {
         const profile = model.giProfiles.find((p) => p.name === g.profile);
         if (!profile) {
@@ -48,8 +56,8 @@ export async function readCurrentState(port: GpuPort): Promise<FoundGpu[]> {
             profile,
             start: g.start,
             size: g.size,
-            computeInstances: cis
-              .filter((c) => c.gpu === info.index && c.gpuInstanceId === g.id)
+            computeInstances: (cisOf.get(info.index) ?? [])
+              .filter((c) => c.gpuInstanceId === g.id)
               .map((c) => ({ id: c.id, profile: c.profile, pids: mine.filter((p) => p.gpuInstanceId === g.id && p.computeInstanceId === c.id).map((p) => p.pid) })),
           },
         ];
