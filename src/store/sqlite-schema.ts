@@ -1,0 +1,43 @@
+import type { Migration } from './migration.js';
+
+/** The SQLite schema, as migrations (append only; see `Migration`). */
+export const SQLITE_MIGRATIONS: readonly Migration[] = [
+  {
+    version: 1,
+    name: 'jobs, events, settings',
+    sql: `
+      CREATE TABLE jobs (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        spec TEXT NOT NULL,
+        state TEXT NOT NULL DEFAULT 'queued' CHECK (state IN ('queued', 'starting', 'running', 'succeeded', 'failed', 'cancelled')),
+        priority TEXT NOT NULL CHECK (priority IN ('foreground', 'background')),
+        version INTEGER NOT NULL DEFAULT 1,
+        submitted_at INTEGER NOT NULL,
+        started_at INTEGER,
+        ended_at INTEGER,
+        attempt INTEGER NOT NULL DEFAULT 0,
+        placement TEXT,
+        process TEXT,
+        exit_code INTEGER,
+        reason TEXT,
+        cancel_requested INTEGER NOT NULL DEFAULT 0 CHECK (cancel_requested IN (0, 1))
+      ) STRICT;
+      CREATE INDEX jobs_state ON jobs (state, priority, id);
+      CREATE INDEX jobs_priority ON jobs (priority, id);
+
+      CREATE TABLE events (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        time INTEGER NOT NULL,
+        type TEXT NOT NULL,
+        job_id INTEGER REFERENCES jobs (id) ON DELETE CASCADE,
+        data TEXT NOT NULL
+      ) STRICT;
+      CREATE INDEX events_job ON events (job_id, seq);
+
+      CREATE TABLE settings (
+        key TEXT PRIMARY KEY,
+        value TEXT NOT NULL
+      ) STRICT, WITHOUT ROWID;
+    `,
+  },
+];

@@ -1,0 +1,218 @@
+import Database from 'better-sqlite3';
+import type { JobSpecInput } from '../control/job-spec.js';
+import { MigpoolError } from '../errors.js';
+import { migrationFailed, pendingMigrations, type Migration } from './migration.js';
+import {
+  checkEvent,
+  checkFilter,
+  checkListEvents,
+  checkSetting,
+  checkTime,
+  encodeSpec,
+  eventFromRow,
+  jobFromRow,
+  listJobsSql,
+  missingEventJob,
+  parseJobId,
+  sortCounts,
+  updateJobSql,
+  type Dialect,
+  type EventRow,
+  type JobRow,
+} from './records.js';
+import { SQLITE_MIGRATIONS } from './sqlite-schema.js';
+import type { EventRecord, JobFilter, JobPatch, JobRecord, JobState, NewEvent, Store } from './types.js';
+
+export interface SqliteStoreOptions {
+  /** How long a write waits for another process's write lock, in ms. Default 5000. */
+  readonly busyTimeoutMs?: number;
+  /** The schema to apply; default migpool's own. Only tests of the migration runner change it. */
+  readonly migrations?: readonly Migration[];
+}
+
+const SQLITE: Dialect = { param: () => '?', bool: (v) => (v ? 1 : 0) };
+
+/**
+ * The embedded store: one SQLite file (`':memory:'` for a throwaway one) in WAL mode, so readers
+ * never wait for the writer. Opens the file at once; call `init()` before anything else.
+ * Throws RUNTIME when the file cannot be opened.
+ */
+export function openSqliteStore(path: string, options: SqliteStoreOptions = {}): Store {
+  const where = `SQLite database ${path}`;
+  let db: Database.Database | undefined;
+  try {
+    db = new Database(path);
+    db.pragma(`busy_timeout = ${Math.max(0, Math.floor(options.busyTimeoutMs ?? 5000))}`);
+    db.pragma('journal_mode = WAL');
+    db.pragma('synchronous = NORMAL');
+    db.pragma('foreign_keys = ON');
+  } catch (e) {
+    db?.close();
+    throw new MigpoolError('RUNTIME', `${where}: cannot open it (${(e as Error).message}); check that its folder exists and is writable, or choose another data dir`, { path });
+  }
+  return new SqliteStore(db, where, options.migrations ?? SQLITE_MIGRATIONS);
+}
+
+/**
+ * Brings `db` to the newest schema in `migrations`: every pending migration in one immediate
+ * (write-locked) transaction, so two processes starting at once apply each migration once, and a
+ * failing migration leaves the database as it was.
+ */
+export function migrateSqlite(db: Database.Database, migrations: readonly Migration[], where: string): void {
+  db.transaction(() => {
+    db.exec(`CREATE TABLE IF NOT EXISTS schema_migrations (
+      version INTEGER PRIMARY KEY,
+      name TEXT NOT NULL,
+      applied_at TEXT NOT NULL DEFAULT CURRENT_TIMESTAMP
+    ) STRICT`);
+    const current = (db.prepare('SELECT COALESCE(MAX(version), 0) AS v FROM schema_migrations').get() as { v: number }).v;
+    const record = db.prepare('INSERT INTO schema_migrations (version, name) VALUES (?, ?)');
+    for (const m of pendingMigrations(migrations, current, where)) {
+      try {
+        db.exec(m.sql);
+      } catch (e) {
+        throw migrationFailed(where, m, e);
+      }
+      record.run(m.version, m.name);
+    }
+  }).immediate();
+}
+
+class SqliteStore implements Store {
+  private readonly statements = new Map<string, Database.Statement>();
+  private initialised = false;
+  private closed = false;
+
+  constructor(
+    private readonly db: Database.Database,
+    private readonly where: string,
+    private readonly migrations: readonly Migration[],
+  ) {}
+
+  /** The prepared statement for `sql`, prepared once per store. */
+  private stmt(sql: string): Database.Statement {
+    if (this.closed) throw new MigpoolError('RUNTIME', `${this.where}: the store is closed; open it again`);
+    if (!this.initialised) throw new MigpoolError('RUNTIME', `${this.where}: the store is not initialised; call init() first`);
+    let s = this.statements.get(sql);
+    if (!s) {
+      s = this.db.prepare(sql);
+      this.statements.set(sql, s);
+    }
+    return s;
+  }
+
+  /** Runs `work`, turning SQLite's own errors (disk full, locked, corrupt) into one-line RUNTIME errors. */
+  private run<T>(work: () => T): T {
+    try {
+      return work();
+    } catch (e) {
+      if (e instanceof Database.SqliteError) throw new MigpoolError('RUNTIME', `${this.where}: ${e.message.split('\n')[0]} (${e.code})`, { code: e.code });
+      throw e;
+    }
+  }
+
+  async init(): Promise<void> {
+    if (this.closed) throw new MigpoolError('RUNTIME', `${this.where}: the store is closed; open it again`);
+    this.run(() => migrateSqlite(this.db, this.migrations, this.where));
+    this.initialised = true;
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    this.statements.clear();
+    this.db.close();
+  }
+
+  async insertJob(spec: JobSpecInput, now: number): Promise<JobRecord> {
+    return (await this.insertJobs([spec], now))[0]!;
+  }
+
+  async insertJobs(specs: readonly JobSpecInput[], now: number): Promise<JobRecord[]> {
+    checkTime('insertJobs: now', now);
+    const insert = this.stmt('INSERT INTO jobs (spec, priority, submitted_at) VALUES (?, ?, ?)');
+    const insertAll = this.db.transaction(() =>
+      specs.map((spec, i) => {
+        const { json, priority } = encodeSpec(spec, i);
+        return { id: insert.run(json, priority, now).lastInsertRowid, json };
+      }),
+    );
+    return this.run(insertAll).map(({ id, json }) => ({
+      id: String(id),
+      spec: JSON.parse(json) as JobSpecInput,
+      state: 'queued',
+      version: 1,
+      submittedAt: now,
+      startedAt: null,
+      endedAt: null,
+      attempt: 0,
+      placement: null,
+      process: null,
+      exitCode: null,
+      reason: null,
+      cancelRequested: false,
+    }));
+  }
+
+  async getJob(id: string): Promise<JobRecord | null> {
+    const n = parseJobId(id);
+    const statement = this.stmt('SELECT * FROM jobs WHERE id = ?');
+    if (n === null) return null;
+    const row = this.run(() => statement.get(n) as JobRow | undefined);
+    return row ? jobFromRow(row) : null;
+  }
+
+  async listJobs(filter?: JobFilter): Promise<JobRecord[]> {
+    const q = listJobsSql(checkFilter(filter), SQLITE);
+    if (!q) return [];
+    const statement = this.stmt(q.sql);
+    return this.run(() => statement.all(...q.params) as JobRow[]).map(jobFromRow);
+  }
+
+  async updateJob(id: string, expectedVersion: number, patch: JobPatch): Promise<JobRecord | null> {
+    const n = parseJobId(id);
+    const q = updateJobSql(n, expectedVersion, patch, SQLITE);
+    const statement = this.stmt(q.sql);
+    if (n === null || !Number.isSafeInteger(expectedVersion)) return null;
+    const row = this.run(() => statement.get(...q.params) as JobRow | undefined);
+    return row ? jobFromRow(row) : null;
+  }
+
+  async countJobs(): Promise<{ state: JobState; priority: JobSpecInput['priority']; count: number }[]> {
+    const statement = this.stmt('SELECT state, priority, COUNT(*) AS count FROM jobs GROUP BY state, priority');
+    const rows = this.run(() => statement.all() as { state: JobState; priority: JobSpecInput['priority']; count: number }[]);
+    return sortCounts(rows.map((r) => ({ state: r.state, priority: r.priority, count: r.count })));
+  }
+
+  async appendEvent(event: NewEvent): Promise<EventRecord> {
+    const e = checkEvent(event);
+    const statement = this.stmt('INSERT INTO events (time, type, job_id, data) VALUES (?, ?, ?, ?) RETURNING *');
+    return this.run(() => {
+      try {
+        return eventFromRow(statement.get(e.time, e.type, e.jobId, e.data) as EventRow);
+      } catch (err) {
+        if (err instanceof Database.SqliteError && err.code === 'SQLITE_CONSTRAINT_FOREIGNKEY') throw missingEventJob(event.jobId);
+        throw err;
+      }
+    });
+  }
+
+  async listEvents(afterSeq: number, limit = 1000): Promise<EventRecord[]> {
+    checkListEvents(afterSeq, limit);
+    const statement = this.stmt('SELECT * FROM events WHERE seq > ? ORDER BY seq LIMIT ?');
+    return this.run(() => statement.all(afterSeq, limit) as EventRow[]).map(eventFromRow);
+  }
+
+  async getSetting(key: string): Promise<string | null> {
+    checkSetting(key);
+    const statement = this.stmt('SELECT value FROM settings WHERE key = ?');
+    const row = this.run(() => statement.get(key) as { value: string } | undefined);
+    return row?.value ?? null;
+  }
+
+  async putSetting(key: string, value: string): Promise<void> {
+    checkSetting(key, value);
+    const statement = this.stmt('INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value');
+    this.run(() => statement.run(key, value));
+  }
+}
