@@ -1,0 +1,44 @@
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { badInput, MigpoolError } from '../errors.js';
+import { openPostgresStore, redactUrl } from './postgres.js';
+import { openSqliteStore } from './sqlite.js';
+import type { Store } from './types.js';
+
+export interface OpenStoreOptions {
+  /** The service's data folder; the SQLite store lives in `<dataDir>/migpool.db`. Created if missing. */
+  readonly dataDir: string;
+  /** A postgres:// or postgresql:// URL: use PostgreSQL instead of SQLite. */
+  readonly databaseUrl?: string;
+}
+
+/**
+ * Opens and initialises the store `migpool serve` uses: SQLite in the data folder unless a
+ * PostgreSQL URL is given. BAD_INPUT for a URL of another scheme, RUNTIME when the database
+ * cannot be opened or reached.
+ */
+export async function openStore(opts: OpenStoreOptions): Promise<Store> {
+  let store: Store;
+  if (opts.databaseUrl !== undefined) {
+    if (!/^postgres(ql)?:\/\//i.test(opts.databaseUrl)) {
+      throw badInput(
+        `database URL ${redactUrl(opts.databaseUrl)}: only postgres:// and postgresql:// URLs are accepted; fix it, or leave it out to use SQLite in the data dir`,
+      );
+    }
+    store = openPostgresStore(opts.databaseUrl);
+  } else {
+    try {
+      mkdirSync(opts.dataDir, { recursive: true });
+    } catch (e) {
+      throw new MigpoolError('RUNTIME', `data dir ${opts.dataDir}: cannot create it (${(e as Error).message}); choose a writable folder`);
+    }
+    store = openSqliteStore(join(opts.dataDir, 'migpool.db'));
+  }
+  try {
+    await store.init();
+  } catch (e) {
+    await store.close().catch(() => {});
+    throw e;
+  }
+  return store;
+}

@@ -1,0 +1,43 @@
+import type { Migration } from './migration.js';
+
+/** The PostgreSQL schema, as migrations (append only; see `Migration`). */
+export const POSTGRES_MIGRATIONS: readonly Migration[] = [
+  {
+    version: 1,
+    name: 'jobs, events, settings',
+    sql: `
+      CREATE TABLE jobs (
+        id BIGSERIAL PRIMARY KEY,
+        spec JSONB NOT NULL,
+        state TEXT NOT NULL DEFAULT 'queued' CHECK (state IN ('queued', 'starting', 'running', 'succeeded', 'failed', 'cancelled')),
+        priority TEXT NOT NULL CHECK (priority IN ('foreground', 'background')),
+        version INTEGER NOT NULL DEFAULT 1,
+        submitted_at BIGINT NOT NULL,
+        started_at BIGINT,
+        ended_at BIGINT,
+        attempt INTEGER NOT NULL DEFAULT 0,
+        placement JSONB,
+        process JSONB,
+        exit_code INTEGER,
+        reason TEXT,
+        cancel_requested BOOLEAN NOT NULL DEFAULT FALSE
+      );
+      CREATE INDEX jobs_state ON jobs (state, priority, id);
+      CREATE INDEX jobs_priority ON jobs (priority, id);
+
+      CREATE TABLE events (
+        seq BIGSERIAL PRIMARY KEY,
+        time BIGINT NOT NULL,
+        type TEXT NOT NULL,
+        job_id BIGINT REFERENCES jobs (id) ON DELETE CASCADE,
+        data JSONB NOT NULL
+      );
+      CREATE INDEX events_job ON events (job_id, seq);
+
+      CREATE TABLE settings (
+        key TEXT PRIMARY KEY,
+        value TEXT NOT NULL
+      );
+    `,
+  },
+];
