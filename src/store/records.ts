@@ -124,20 +124,24 @@ const JSON_COLUMNS = new Set(['placement', 'process']);
 
 /**
  * The compare-and-set `UPDATE` for a patch: sets the patch's defined fields, bumps `version`, and
- * returns the row only when `id` and `version` still match. Parameters 1 and 2 are id and version.
+ * returns the row only when `id` and `version` still match.
  */
 export function updateJobSql(id: unknown, expectedVersion: number, patch: JobPatch, d: Dialect): { sql: string; params: unknown[] } {
-  const params: unknown[] = [id, expectedVersion];
+  const params: unknown[] = [];
+  const bind = (v: unknown): string => {
+    params.push(v);
+    return d.param(params.length);
+  };
   const sets: string[] = [];
   for (const c of PATCH_COLUMNS) {
     const value = patch[c.field];
     if (value === undefined) continue;
     if (!c.check(value)) throw badInput(`store: updateJob: ${c.field} must be ${c.expected}, got ${JSON.stringify(value)}`);
-    params.push(JSON_COLUMNS.has(c.column) && value !== null ? JSON.stringify(value) : typeof value === 'boolean' ? d.bool(value) : value);
-    sets.push(`${c.column} = ${d.param(params.length)}`);
+    const stored = JSON_COLUMNS.has(c.column) && value !== null ? JSON.stringify(value) : typeof value === 'boolean' ? d.bool(value) : value;
+    sets.push(`${c.column} = ${bind(stored)}`);
   }
   sets.push('version = version + 1');
-  return { sql: `UPDATE jobs SET ${sets.join(', ')} WHERE id = ${d.param(1)} AND version = ${d.param(2)} RETURNING *`, params };
+  return { sql: `UPDATE jobs SET ${sets.join(', ')} WHERE id = ${bind(id)} AND version = ${bind(expectedVersion)} RETURNING *`, params };
 }
 
 /** A `jobs` row as either driver returns it (numbers may come as strings, JSON as text or parsed). */

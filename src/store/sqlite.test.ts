@@ -1,0 +1,148 @@
+import Database from 'better-sqlite3';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { parseJobSpec } from '../control/job-spec.js';
+import { MigpoolError } from '../errors.js';
+import { storeConformance } from './conformance.js';
+import type { Migration } from './migration.js';
+import { openStore } from './open.js';
+import { SQLITE_MIGRATIONS } from './sqlite-schema.js';
+import { openSqliteStore } from './sqlite.js';
+import type { Store } from './types.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'migpool-store-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+let files = 0;
+const paths = new WeakMap<Store, string>();
+function openFile(path = join(dir, `store-${++files}.db`)): Store {
+  const store = openSqliteStore(path);
+  paths.set(store, path);
+  return store;
+}
+
+storeConformance('SQLite file', async () => openFile(), { reopen: async (store) => openFile(paths.get(store)) });
+storeConformance('SQLite :memory:', async () => openSqliteStore(':memory:'));
+
+function tables(path: string): string[] {
+  const db = new Database(path, { readonly: true });
+  try {
+    return (db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name").all() as { name: string }[]).map((r) => r.name);
+  } finally {
+    db.close();
+  }
+}
+
+function versions(path: string): number[] {
+  const db = new Database(path, { readonly: true });
+  try {
+    return (db.prepare('SELECT version FROM schema_migrations ORDER BY version').all() as { version: number }[]).map((r) => r.version);
+  } finally {
+    db.close();
+  }
+}
+
+async function failure(promise: Promise<unknown>): Promise<MigpoolError> {
+  const e: unknown = await promise.then(
+    () => new Error('expected a failure'),
+    (err: unknown) => err,
+  );
+  expect(e).toBeInstanceOf(MigpoolError);
+  return e as MigpoolError;
+}
+
+describe('SQLite migrations', () => {
+  const base = SQLITE_MIGRATIONS;
+  const broken: Migration = { version: base.length + 1, name: 'half a change', sql: 'CREATE TABLE extra (x INTEGER); ALTER TABLE jobs ADD COLUMN nope NOPE NOPE;' };
+
+  it('applies each migration once and records it', async () => {
+    const path = join(dir, 'migrate-once.db');
+    for (let i = 0; i < 2; i++) {
+      const store = openSqliteStore(path);
+      await store.init();
+      await store.close();
+    }
+    expect(versions(path)).toEqual(base.map((m) => m.version));
+    expect(tables(path)).toEqual(['events', 'jobs', 'schema_migrations', 'settings']);
+  });
+
+  it('leaves nothing half-applied when a migration fails', async () => {
+    const path = join(dir, 'migrate-broken.db');
+    const fresh = openSqliteStore(path, { migrations: [...base, broken] });
+    const e = await failure(fresh.init());
+    await fresh.close();
+    expect(e.code).toBe('RUNTIME');
+    expect(e.message).toMatch(/schema migration \d+ \(half a change\) failed and was rolled back/);
+    expect(e.message.split('\n')).toHaveLength(1);
+    expect(tables(path)).toEqual([]);
+
+    const current = openSqliteStore(path);
+    await current.init();
+    await current.insertJob(parseJobSpec({ name: 'kept', command: ['true'] }), 1);
+    await current.close();
+
+    const upgrade = openSqliteStore(path, { migrations: [...base, broken] });
+    await failure(upgrade.init());
+    await upgrade.close();
+    expect(tables(path)).toEqual(['events', 'jobs', 'schema_migrations', 'settings']);
+    expect(versions(path)).toEqual(base.map((m) => m.version));
+
+    const reopened = openSqliteStore(path);
+    await reopened.init();
+    expect((await reopened.listJobs()).map((j) => j.spec.name)).toEqual(['kept']);
+    await reopened.close();
+  });
+
+  it('refuses a database written by a newer migpool', async () => {
+    const path = join(dir, 'migrate-newer.db');
+    const newer = openSqliteStore(path, { migrations: [...base, { version: base.length + 1, name: 'future', sql: 'CREATE TABLE future (x INTEGER)' }] });
+    await newer.init();
+    await newer.close();
+    const old = openSqliteStore(path);
+    const e = await failure(old.init());
+    await old.close();
+    expect(e.code).toBe('RUNTIME');
+    expect(e.message).toContain(`schema is at version ${base.length + 1} but this migpool knows versions up to ${base.length}`);
+  });
+
+  it('reports a file it cannot open as one-line RUNTIME', () => {
+    let e: unknown;
+    try {
+      openSqliteStore(join(dir, 'no-such-folder', 'x.db'));
+    } catch (err) {
+      e = err;
+    }
+    expect(e).toBeInstanceOf(MigpoolError);
+    expect((e as MigpoolError).code).toBe('RUNTIME');
+    expect((e as MigpoolError).message).toMatch(/no-such-folder.*cannot open it/);
+  });
+
+  it('keeps the file in WAL mode', async () => {
+    const path = join(dir, 'pragmas.db');
+    await openSqliteStore(path).close();
+    const db = new Database(path, { readonly: true });
+    expect(db.pragma('journal_mode', { simple: true })).toBe('wal');
+    db.close();
+  });
+});
+
+describe('openStore', () => {
+  it('opens SQLite in the data dir, creating it, and initialises it', async () => {
+    const dataDir = join(dir, 'data', 'nested');
+    const store = await openStore({ dataDir });
+    expect((await store.insertJob(parseJobSpec({ name: 'a', command: ['true'] }), 1)).id).toBe('1');
+    await store.close();
+    expect(tables(join(dataDir, 'migpool.db'))).toContain('jobs');
+  });
+
+  it('refuses a database URL of another scheme, naming the accepted ones and hiding the password', async () => {
+    for (const databaseUrl of ['mysql://root:hunter2@db/migpool', 'sqlite:///var/lib/migpool.db', 'localhost:5432']) {
+      const e = await failure(openStore({ dataDir: dir, databaseUrl }));
+      expect(e.code).toBe('BAD_INPUT');
+      expect(e.message).toContain('only postgres:// and postgresql:// URLs are accepted');
+      expect(e.message).not.toContain('hunter2');
+    }
+  });
+});
