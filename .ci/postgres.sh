@@ -55,6 +55,7 @@ if ! pg_isready -q -h 127.0.0.1 -p "$port"; then
   exit 1
 fi
 
+cd /
 as_postgres psql -p "$port" -X -q -v ON_ERROR_STOP=1 >&2 <<SQL
 DO \$\$ BEGIN
   IF EXISTS (SELECT FROM pg_roles WHERE rolname = '$role') THEN

@@ -53,6 +53,7 @@ export interface ListQuery {
   readonly order: 'asc' | 'desc';
 }
 
+/** Checks a `listJobs` filter (BAD_INPUT naming the bad field) and fills in its defaults. */
 export function checkFilter(filter: JobFilter = {}): ListQuery {
   const states = filter.states ?? null;
   for (const s of states ?? []) {
@@ -171,6 +172,7 @@ function numberOrNull(value: number | string | null): number | null {
   return value === null ? null : Number(value);
 }
 
+/** The record a `jobs` row stands for. */
 export function jobFromRow(row: JobRow): JobRecord {
   return {
     id: String(row.id),
@@ -210,6 +212,7 @@ export function checkEvent(event: NewEvent): { time: number; type: string; jobId
   return { time, type: event.type, jobId, data };
 }
 
+/** The error for an event whose job the store does not hold (a foreign-key refusal). */
 export function missingEventJob(jobId: string | null): MigpoolError {
   return badInput(`store: appendEvent: job ${jobId} does not exist; events may only name stored jobs (or jobId null)`);
 }
@@ -223,6 +226,7 @@ export interface EventRow {
   readonly data: unknown;
 }
 
+/** The record an `events` row stands for. */
 export function eventFromRow(row: EventRow): EventRecord {
   return {
     seq: Number(row.seq),
@@ -233,11 +237,13 @@ export function eventFromRow(row: EventRow): EventRecord {
   };
 }
 
+/** Checks `listEvents` arguments: whole numbers, 0 or more. */
 export function checkListEvents(afterSeq: number, limit: number): void {
   integer('listEvents: afterSeq', afterSeq, 0);
   integer('listEvents: limit', limit, 0);
 }
 
+/** Checks a setting's key (non-empty text) and, when given, its value (text). */
 export function checkSetting(key: unknown, value?: unknown): void {
   if (typeof key !== 'string' || key.length === 0) throw badInput(`store: setting key must be non-empty text, got ${JSON.stringify(key)}`);
   if (value !== undefined && typeof value !== 'string') throw badInput(`store: setting ${key}: value must be text, got ${typeof value}`);

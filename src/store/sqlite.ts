@@ -58,7 +58,7 @@ export function openSqliteStore(path: string, options: SqliteStoreOptions = {}):
  * (write-locked) transaction, so two processes starting at once apply each migration once, and a
  * failing migration leaves the database as it was.
  */
-export function migrateSqlite(db: Database.Database, migrations: readonly Migration[], where: string): void {
+function migrateSqlite(db: Database.Database, migrations: readonly Migration[], where: string): void {
   db.transaction(() => {
     db.exec(`CREATE TABLE IF NOT EXISTS schema_migrations (
       version INTEGER PRIMARY KEY,
