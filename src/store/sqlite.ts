@@ -95,7 +95,7 @@ class SqliteStore implements Store {
     if (!this.initialised) throw new MigpoolError('RUNTIME', `${this.where}: the store is not initialised; call init() first`);
     let s = this.statements.get(sql);
     if (!s) {
-      s = this.db.prepare(sql);
+      s = this.run(() => this.db.prepare(sql));
       this.statements.set(sql, s);
     }
     return s;
