@@ -1,0 +1,428 @@
+import type { FastifyInstance } from 'fastify';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { FakePoolService } from '../../test/fake-pool-service.js';
+import { buildServer } from './app.js';
+
+const TOKEN = 'a'.repeat(64);
+const auth = { authorization: `Bearer ${TOKEN}` };
+
+let fake: FakePoolService;
+let app: FastifyInstance;
+
+beforeEach(async () => {
+  fake = new FakePoolService();
+  fake.addGpu('NVIDIA A100-SXM4-40GB', 7, [
+    ['2g.10gb', 0, 2],
+    ['1g.5gb', 2, 1],
+    ['3g.20gb', 4, 4],
+  ]);
+  fake.addGpu('NVIDIA H100 80GB HBM3', 7, []);
+  app = await buildServer({ service: fake, token: TOKEN, processMetrics: false });
+});
+
+afterEach(async () => {
+  await app.close();
+});
+
+const spec = { name: 'cifar', command: ['python', 'train.py'], resources: { profile: '1g.5gb' } };
+
+async function submit(body: object = spec) {
+  const res = await app.inject({ method: 'POST', url: '/v1/jobs', headers: auth, payload: body });
+  expect(res.statusCode).toBe(201);
+  return res.json<{ id: string }>();
+}
+
+describe('POST /v1/jobs', () => {
+  it('queues a JSON spec and answers 201 with the normalised record', async () => {
+    const res = await app.inject({ method: 'POST', url: '/v1/jobs', headers: auth, payload: { ...spec, resources: { memory: '512MiB' }, maxRuntime: '2h' } });
+    expect(res.statusCode).toBe(201);
+    expect(res.headers['location']).toBe('/v1/jobs/1');
+    expect(res.json()).toMatchObject({
+      id: '1',
+      state: 'queued',
+      spec: { name: 'cifar', command: ['python', 'train.py'], resources: { memory: 0.5 }, maxRuntime: 7200, priority: 'foreground', retries: 0, env: {} },
+      placement: null,
+      process: null,
+      cancelRequested: false,
+    });
+  });
+
+  it('takes YAML with application/yaml and text/yaml', async () => {
+    for (const type of ['application/yaml', 'text/yaml']) {
+      const res = await app.inject({
+        method: 'POST',
+        url: '/v1/jobs',
+        headers: { ...auth, 'content-type': type },
+        payload: 'name: yaml-job\ncommand: [python, train.py]\nresources:\n  gpus: 2\npriority: background\n',
+      });
+      expect(res.statusCode).toBe(201);
+      expect(res.json()).toMatchObject({ spec: { name: 'yaml-job', resources: { gpus: 2 }, priority: 'background' } });
+    }
+  });
+
+  it('answers 400 with the field path for a bad spec', async () => {
+    const res = await app.inject({ method: 'POST', url: '/v1/jobs', headers: auth, payload: { ...spec, resources: { profile: 'big' } } });
+    expect(res.statusCode).toBe(400);
+    expect(res.json()).toEqual({
+      error: { code: 'BAD_INPUT', message: 'job spec: resources.profile: expected a MIG profile such as 1g.5gb', path: 'resources.profile' },
+    });
+    expect(fake.jobs.size).toBe(0);
+  });
+
+  it("passes on the service's own BAD_INPUT with its path", async () => {
+    const res = await app.inject({ method: 'POST', url: '/v1/jobs', headers: auth, payload: { ...spec, workload: 'nope' } });
+    expect(res.statusCode).toBe(400);
+    expect(res.json()).toMatchObject({ error: { code: 'BAD_INPUT', path: 'workload' } });
+  });
+
+  it('answers 400 with a clear message for unparseable bodies', async () => {
+    const json = await app.inject({ method: 'POST', url: '/v1/jobs', headers: { ...auth, 'content-type': 'application/json' }, payload: '{"name": ' });
+    expect(json.statusCode).toBe(400);
+    expect(json.json<{ error: { message: string } }>().error.message).toMatch(/^the body is not valid JSON \(.*\): send one job spec as JSON/);
+    const yaml = await app.inject({ method: 'POST', url: '/v1/jobs', headers: { ...auth, 'content-type': 'application/yaml' }, payload: 'name: [unclosed\n' });
+    expect(yaml.statusCode).toBe(400);
+    expect(yaml.json<{ error: { message: string } }>().error.message).toMatch(/^the body is not valid YAML at line \d+, column \d+/);
+    const empty = await app.inject({ method: 'POST', url: '/v1/jobs', headers: { ...auth, 'content-type': 'application/json' }, payload: '' });
+    expect(empty.statusCode).toBe(400);
+    expect(empty.json()).toMatchObject({ error: { code: 'BAD_INPUT', path: '(top level)' } });
+    const text = await app.inject({ method: 'POST', url: '/v1/jobs', headers: { ...auth, 'content-type': 'text/plain' }, payload: 'hello' });
+    expect(text.statusCode).toBe(415);
+    expect(text.json<{ error: { message: string } }>().error.message).toContain('send JSON (application/json) or YAML (application/yaml)');
+  });
+
+  it('answers 401 without the token or with a wrong one, saying where the token is', async () => {
+    for (const headers of [{}, { authorization: 'Bearer wrong' }, { authorization: `Basic ${TOKEN}` }, { authorization: `Bearer ${TOKEN}x` }]) {
+      const res = await app.inject({ method: 'POST', url: '/v1/jobs', headers, payload: spec });
+      expect(res.statusCode).toBe(401);
+      expect(res.headers['www-authenticate']).toContain('Bearer');
+      const body = res.json<{ error: { code: string; message: string } }>();
+      expect(body.error.code).toBe('UNAUTHORIZED');
+      expect(body.error.message).toContain('Authorization: Bearer <token>');
+      expect(body.error.message).toContain('token');
+    }
+    expect((await app.inject({ method: 'POST', url: '/v1/jobs/1/cancel' })).statusCode).toBe(401);
+    expect((await app.inject({ method: 'DELETE', url: '/v1/jobs/1' })).statusCode).toBe(401);
+    expect(fake.jobs.size).toBe(0);
+  });
+
+  it('names the token file it was given in 401s', async () => {
+    const other = await buildServer({ service: fake, token: TOKEN, processMetrics: false, tokenFile: '/srv/migpool/token' });
+    const res = await other.inject({ method: 'POST', url: '/v1/jobs', payload: spec });
+    expect(res.json<{ error: { message: string } }>().error.message).toContain('/srv/migpool/token');
+    await other.close();
+  });
+});
+
+describe('GET /v1/jobs', () => {
+  beforeEach(async () => {
+    await submit({ ...spec, name: 'a' });
+    await submit({ ...spec, name: 'b', priority: 'background' });
+    await submit({ ...spec, name: 'c' });
+    await submit({ ...spec, name: 'd' });
+    fake.startJob('2', 0, 2);
+    fake.finishJob('2', 0);
+    fake.startJob('3', 0, 0);
+  });
+
+  const names = (res: { json: <T>() => T }) => res.json<{ jobs: { spec: { name: string } }[] }>().jobs.map((j) => j.spec.name);
+
+  it('lists all jobs by id, and filters by state, priority, after, limit and order', async () => {
+    expect(names(await app.inject('/v1/jobs'))).toEqual(['a', 'b', 'c', 'd']);
+    expect(names(await app.inject('/v1/jobs?state=queued'))).toEqual(['a', 'd']);
+    expect(names(await app.inject('/v1/jobs?state=queued,running'))).toEqual(['a', 'c', 'd']);
+    expect(names(await app.inject('/v1/jobs?state=queued&state=succeeded'))).toEqual(['a', 'b', 'd']);
+    expect(names(await app.inject('/v1/jobs?priority=background'))).toEqual(['b']);
+    expect(names(await app.inject('/v1/jobs?after=2&limit=1'))).toEqual(['c']);
+    expect(names(await app.inject('/v1/jobs?order=desc&limit=2'))).toEqual(['d', 'c']);
+  });
+
+  it('answers 400 for a bad filter, naming the parameter', async () => {
+    const state = await app.inject('/v1/jobs?state=queued,sleeping');
+    expect(state.statusCode).toBe(400);
+    expect(state.json()).toMatchObject({ error: { code: 'BAD_INPUT', path: 'state' } });
+    expect(state.json<{ error: { message: string } }>().error.message).toContain("unknown job state 'sleeping'");
+    const limit = await app.inject('/v1/jobs?limit=0');
+    expect(limit.statusCode).toBe(400);
+    expect(limit.json()).toMatchObject({ error: { code: 'BAD_INPUT', path: 'limit' } });
+    expect((await app.inject('/v1/jobs?order=up')).json()).toMatchObject({ error: { path: 'order' } });
+    expect((await app.inject('/v1/jobs?priority=urgent')).statusCode).toBe(400);
+  });
+
+  it('serialises placements of both kinds', async () => {
+    fake.startJob('4', 1, null);
+    const jobs = (await app.inject('/v1/jobs?state=running')).json<{ jobs: { id: string; placement: unknown }[] }>().jobs;
+    expect(jobs).toEqual([
+      expect.objectContaining({ id: '3', placement: { kind: 'instance', gpu: 0, start: 0, profile: '2g.10gb', devices: ['MIG-0-0'] } }),
+      expect.objectContaining({ id: '4', placement: { kind: 'gpus', gpus: [1], sharing: 'exclusive', devices: [fake.gpuList[1]!.uuid] } }),
+    ]);
+  });
+});
+
+describe('one job', () => {
+  it('GET /v1/jobs/:id answers the job, or 404 as JSON', async () => {
+    const { id } = await submit();
+    expect((await app.inject(`/v1/jobs/${id}`)).json()).toMatchObject({ id, state: 'queued' });
+    const missing = await app.inject('/v1/jobs/99');
+    expect(missing.statusCode).toBe(404);
+    expect(missing.json()).toEqual({ error: { code: 'NOT_FOUND', message: 'no job 99: list the jobs with GET /v1/jobs (or `migpool jobs`)' } });
+    expect((await app.inject('/v1/jobs/a%20b')).statusCode).toBe(400);
+  });
+
+  it('POST /v1/jobs/:id/cancel cancels a queued job and asks a running one to stop', async () => {
+    const { id: queued } = await submit();
+    const { id: running } = await submit();
+    fake.startJob(running, 0, 2);
+    const a = await app.inject({ method: 'POST', url: `/v1/jobs/${queued}/cancel`, headers: auth });
+    expect(a.statusCode).toBe(200);
+    expect(a.json()).toMatchObject({ state: 'cancelled' });
+    const b = await app.inject({ method: 'POST', url: `/v1/jobs/${running}/cancel`, headers: { ...auth, 'content-type': 'application/json' }, payload: '' });
+    expect(b.json()).toMatchObject({ state: 'running', cancelRequested: true });
+    expect((await app.inject({ method: 'POST', url: '/v1/jobs/42/cancel', headers: auth })).statusCode).toBe(404);
+  });
+
+  it('GET /v1/jobs/:id/logs reads from an offset, either stream', async () => {
+    const { id } = await submit();
+    fake.startJob(id, 0, 2);
+    fake.appendLog(id, 'stdout', 'epoch 1\nepoch 2\n');
+    fake.appendLog(id, 'stderr', 'warning\n');
+    expect((await app.inject(`/v1/jobs/${id}/logs`)).json()).toEqual({ text: 'epoch 1\nepoch 2\n', nextOffset: 16, done: false });
+    expect((await app.inject(`/v1/jobs/${id}/logs?offset=8&limit=4`)).json()).toEqual({ text: 'epoc', nextOffset: 12, done: false });
+    expect((await app.inject(`/v1/jobs/${id}/logs?stream=stderr`)).json()).toEqual({ text: 'warning\n', nextOffset: 8, done: false });
+    fake.finishJob(id, 0);
+    expect((await app.inject(`/v1/jobs/${id}/logs?offset=16`)).json()).toEqual({ text: '', nextOffset: 16, done: true });
+    expect((await app.inject(`/v1/jobs/${id}/logs?stream=stdin`)).json()).toMatchObject({ error: { code: 'BAD_INPUT', path: 'stream' } });
+    expect((await app.inject(`/v1/jobs/${id}/logs?offset=-1`)).statusCode).toBe(400);
+    expect((await app.inject('/v1/jobs/77/logs')).statusCode).toBe(404);
+  });
+});
+
+describe('GPUs, stats, unknown routes, errors', () => {
+  it('GET /v1/gpus lists the GPUs with their instances', async () => {
+    const { id } = await submit();
+    fake.startJob(id, 0, 4);
+    const { gpus } = (await app.inject('/v1/gpus')).json<{ gpus: { migEnabled: boolean; instances: { profile: string; job: string | null }[] }[] }>();
+    expect(gpus).toHaveLength(2);
+    expect(gpus[0]!.instances.map((i) => [i.profile, i.job])).toEqual([
+      ['2g.10gb', null],
+      ['1g.5gb', null],
+      ['3g.20gb', id],
+    ]);
+    expect(gpus[1]).toMatchObject({ migEnabled: false, instances: [], wholeGpuJobs: [] });
+  });
+
+  it('GET /v1/stats answers the service stats', async () => {
+    const stats = (await app.inject('/v1/stats')).json<{ policy: string; timeline: unknown[] }>();
+    expect(stats.policy).toBe('fake-fifo');
+    expect(stats.timeline).toHaveLength(30);
+  });
+
+  it('answers JSON 404s for unknown routes and 500s for service failures', async () => {
+    const res = await app.inject('/v2/nothing?token=secret');
+    expect(res.statusCode).toBe(404);
+    expect(res.json()).toEqual({ error: { code: 'NOT_FOUND', message: 'no route GET /v2/nothing: the API is described at /v1/openapi.json' } });
+    fake.gpus = async () => {
+      throw new Error('driver gone\nsecond line');
+    };
+    const failed = await app.inject('/v1/gpus');
+    expect(failed.statusCode).toBe(500);
+    expect(failed.json()).toEqual({ error: { code: 'INTERNAL', message: 'internal error: driver gone' } });
+  });
+});
+
+describe('GET /v1/openapi.json', () => {
+  it('is an OpenAPI 3.1 document with the paths, bearer security and schemas', async () => {
+    const res = await app.inject('/v1/openapi.json');
+    expect(res.statusCode).toBe(200);
+    const doc = JSON.parse(res.body) as {
+      openapi: string;
+      paths: Record<string, Record<string, { security?: unknown[] }>>;
+      components: { securitySchemes: Record<string, unknown>; schemas: Record<string, { properties?: Record<string, unknown> }> };
+    };
+    expect(doc.openapi).toBe('3.1.0');
+    expect(Object.keys(doc.paths)).toEqual(
+      expect.arrayContaining(['/v1/jobs', '/v1/jobs/{id}', '/v1/jobs/{id}/cancel', '/v1/jobs/{id}/logs', '/v1/gpus', '/v1/stats', '/v1/events', '/v1/openapi.json', '/metrics']),
+    );
+    expect(doc.paths['/v1/jobs']!['post']!.security).toEqual([{ bearer: [] }]);
+    expect(doc.paths['/v1/jobs']!['get']!.security).toBeUndefined();
+    expect(doc.components.securitySchemes['bearer']).toMatchObject({ type: 'http', scheme: 'bearer' });
+    expect(Object.keys(doc.components.schemas)).toEqual(expect.arrayContaining(['JobSpec', 'JobRecord', 'Error', 'GpuSnapshot', 'ServiceStats', 'EventRecord', 'LogChunk']));
+    expect(doc.components.schemas['JobSpec']!.properties).toHaveProperty('resources');
+    expect(doc.components.schemas['JobRecord']!.properties!['spec']).toEqual({ $ref: '#/components/schemas/JobSpecNormalized' });
+    const refs = [...res.body.matchAll(/"\$ref":"#\/components\/schemas\/(\w+)"/g)].map((m) => m[1]!);
+    for (const name of refs) expect(doc.components.schemas).toHaveProperty(name);
+  });
+});
+
+describe('GET /metrics', () => {
+  it('publishes the service figures with their labels, and process metrics', async () => {
+    const withProcess = await buildServer({ service: fake, token: TOKEN });
+    await submit();
+    await submit({ ...spec, priority: 'background' });
+    fake.startJob('1', 0, 0);
+    fake.reconfigurations = 3;
+    const res = await withProcess.inject('/metrics');
+    expect(res.statusCode).toBe(200);
+    expect(res.headers['content-type']).toContain('text/plain');
+    const text = res.body;
+    expect(text).toContain('migpool_jobs{state="running",priority="foreground"} 1');
+    expect(text).toContain('migpool_jobs{state="queued",priority="background"} 1');
+    expect(text).toContain('migpool_slices{profile="2g.10gb",state="busy"} 1');
+    expect(text).toContain('migpool_slices{profile="1g.5gb",state="idle"} 1');
+    expect(text).toContain('# TYPE migpool_reconfigurations_total counter');
+    expect(text).toContain('migpool_reconfigurations_total 3');
+    expect(text).toContain('migpool_queue_wait_seconds{quantile="0.5"} 60');
+    expect(text).toContain('migpool_queue_wait_seconds{quantile="1"} 120');
+    expect(text).toContain('migpool_queue_wait_window_samples 4');
+    expect(text).toContain('migpool_scheduling_pass_seconds{quantile="0.9"} 0.009');
+    expect(text).toContain('migpool_scheduling_pass_window_samples 10');
+    expect(text).toMatch(/migpool_utilization_ratio 0\.9/);
+    expect(text).toContain('migpool_throughput_jobs_per_hour');
+    expect(text).toContain('migpool_service_start_time_seconds 1699996400');
+    expect(text).toContain('process_cpu_user_seconds_total');
+    await withProcess.close();
+  });
+
+  it('calls stats() once per scrape', async () => {
+    let calls = 0;
+    const stats = fake.stats.bind(fake);
+    fake.stats = async () => {
+      calls++;
+      return stats();
+    };
+    await app.inject('/metrics');
+    expect(calls).toBe(1);
+    await app.inject('/metrics');
+    expect(calls).toBe(2);
+  });
+});
+
+describe('dashboard assets', () => {
+  it('serves the page with a strict CSP, its script, its styles and echarts', async () => {
+    const page = await app.inject('/');
+    expect(page.statusCode).toBe(200);
+    expect(page.headers['content-type']).toContain('text/html');
+    expect(page.headers['content-security-policy']).toContain("script-src 'self'");
+    expect(page.body).toContain('<script src="/assets/dashboard.js" defer></script>');
+    const script = await app.inject('/assets/dashboard.js');
+    expect(script.headers['content-type']).toContain('javascript');
+    expect(() => new Function(script.body)).not.toThrow();
+    expect((await app.inject('/assets/dashboard.css')).headers['content-type']).toContain('text/css');
+    const echarts = await app.inject('/assets/echarts.min.js');
+    expect(echarts.statusCode).toBe(200);
+    expect(echarts.body.length).toBeGreaterThan(100_000);
+  });
+});
+
+describe('GET /v1/events', () => {
+  interface Frame {
+    id?: string;
+    event?: string;
+    data?: string;
+    comment?: string;
+  }
+
+  /** Reads server-sent event frames from a live server until `until` says stop. */
+  async function readFrames(url: string, headers: Record<string, string>, until: (frames: Frame[]) => boolean, onOpen?: () => void): Promise<Frame[]> {
+    const controller = new AbortController();
+    const res = await fetch(url, { headers, signal: controller.signal });
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toBe('text/event-stream; charset=utf-8');
+    const reader = res.body!.pipeThrough(new TextDecoderStream()).getReader();
+    const frames: Frame[] = [];
+    let buffer = '';
+    let opened = false;
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      buffer += value;
+      let end: number;
+      while ((end = buffer.indexOf('\n\n')) >= 0) {
+        const block = buffer.slice(0, end);
+        buffer = buffer.slice(end + 2);
+        const frame: Frame = {};
+        for (const line of block.split('\n')) {
+          if (line.startsWith(':')) frame.comment = line.slice(1).trim();
+          else if (line.startsWith('retry:')) continue;
+          else {
+            const i = line.indexOf(': ');
+            (frame as Record<string, string>)[line.slice(0, i)] = line.slice(i + 2);
+          }
+        }
+        frames.push(frame);
+        if (!opened) {
+          opened = true;
+          onOpen?.();
+        }
+      }
+      if (until(frames)) break;
+    }
+    controller.abort();
+    return frames;
+  }
+
+  /**
+   * Closes a server whose streams have ended. fetch (undici) opens a spare connection that sends
+   * no request; Node does not count it as idle, and close() would wait seconds for it.
+   */
+  async function closeNow(server: FastifyInstance): Promise<void> {
+    server.server.closeAllConnections();
+    await server.close();
+  }
+
+  async function listen(heartbeatMs = 15_000): Promise<{ server: FastifyInstance; url: string }> {
+    const server = await buildServer({ service: fake, token: TOKEN, processMetrics: false, heartbeatMs });
+    const address = await server.listen({ host: '127.0.0.1', port: 0 });
+    return { server, url: `${address}/v1/events` };
+  }
+
+  it('replays the events after Last-Event-ID, then sends live ones, once each and in order', async () => {
+    for (let k = 0; k < 3; k++) await fake.submit({ ...spec, name: `j${k}` });
+    const { server, url } = await listen();
+    const events = (f: Frame[]) => f.filter((x) => x.event !== undefined);
+    const frames = await readFrames(url, { 'last-event-id': '1' }, (f) => events(f).length >= 3, () => fake.startJob('1', 0, 2));
+    const got = events(frames);
+    expect(got.map((f) => [f.id, f.event])).toEqual([
+      ['2', 'job-submitted'],
+      ['3', 'job-submitted'],
+      ['4', 'job-started'],
+    ]);
+    expect(JSON.parse(got[2]!.data!)).toEqual({ seq: 4, time: fake.now, type: 'job-started', jobId: '1', data: { state: 'running' } });
+    await server.close();
+    expect(fake.subscribers).toBe(0);
+  });
+
+  it('sends only live events without Last-Event-ID, heartbeats, and unsubscribes when the client goes', async () => {
+    await fake.submit(spec);
+    const { server, url } = await listen(50);
+    const frames = await readFrames(url, {}, (f) => f.some((x) => x.comment?.startsWith('heartbeat') === true) && f.some((x) => x.event !== undefined), () => {
+      fake.emit('gpu-reconfiguring', null, { gpu: 0 });
+    });
+    expect(frames.filter((f) => f.event !== undefined).map((f) => f.event)).toEqual(['gpu-reconfiguring']);
+    for (let i = 0; i < 50 && fake.subscribers > 0; i++) await new Promise((r) => setTimeout(r, 10));
+    expect(fake.subscribers).toBe(0);
+    await closeNow(server);
+  });
+
+  it('replays from ?after= and refuses a malformed Last-Event-ID', async () => {
+    await fake.submit(spec);
+    await fake.submit(spec);
+    const { server, url } = await listen();
+    const frames = await readFrames(`${url}?after=1`, {}, (f) => f.some((x) => x.event !== undefined));
+    expect(frames.find((f) => f.event)!.id).toBe('2');
+    const bad = await fetch(url, { headers: { 'last-event-id': 'abc' } });
+    expect(bad.status).toBe(400);
+    expect(((await bad.json()) as { error: { path: string } }).error.path).toBe('Last-Event-ID');
+    await closeNow(server);
+  });
+
+  it('ends open streams when the server closes', async () => {
+    const { server, url } = await listen();
+    const res = await fetch(url);
+    const reader = res.body!.getReader();
+    await reader.read();
+    expect(fake.subscribers).toBe(1);
+    await server.close();
+    for (;;) if ((await reader.read()).done) break;
+    expect(fake.subscribers).toBe(0);
+  });
+});

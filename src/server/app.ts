@@ -1,0 +1,300 @@
+import { readFile } from 'node:fs/promises';
+import { createRequire } from 'node:module';
+import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify';
+import YAML from 'yaml';
+import { parseJobSpec } from '../control/job-spec.js';
+import { MigpoolError } from '../errors.js';
+import { JOB_STATES, type JobFilter, type JobState } from '../store/types.js';
+import { bearerChecker, MUTATING_METHODS, redactToken } from './auth.js';
+import { DASHBOARD_CSS } from './dashboard-style.js';
+import { DASHBOARD_HTML } from './dashboard-page.js';
+import { DASHBOARD_SCRIPT } from './dashboard-script.js';
+import { streamEvents } from './event-stream.js';
+import { createMetrics } from './metrics.js';
+import { openApiDocument } from './openapi.js';
+import {
+  errorSchema,
+  eventQuerySchema,
+  gpuListSchema,
+  jobIdParamsSchema,
+  jobListQuerySchema,
+  jobListSchema,
+  jobRecordSchema,
+  jobSpecInputSchema,
+  logChunkSchema,
+  logQuerySchema,
+  statsSchema,
+} from './schemas.js';
+import type { PoolService } from './service-port.js';
+
+/** Options of {@link buildServer}. */
+export interface ServerOptions {
+  readonly service: PoolService;
+  /** The bearer token that POST (and any other mutating) calls must carry. */
+  readonly token: string;
+  /** fastify's logger: false (default), true, or pino options. `?token=` is redacted from logged URLs. */
+  readonly logger?: boolean | object;
+  /** Where the token is kept, named in 401 answers (default: "the `token` file of the data dir"). */
+  readonly tokenFile?: string;
+  /** Milliseconds between heartbeat comments on /v1/events. Default 15000. */
+  readonly heartbeatMs?: number;
+  /** Version in the OpenAPI document. Default {@link API_VERSION}. */
+  readonly version?: string;
+  /** Publish process metrics on /metrics. Default true. */
+  readonly processMetrics?: boolean;
+}
+
+/** Version of the HTTP API published in the OpenAPI document. */
+export const API_VERSION = '0.1.0';
+
+/** An HTTP answer other than 2xx, with the `code` of the error body. */
+class ApiError extends Error {
+  constructor(
+    readonly statusCode: number,
+    readonly code: string,
+    message: string,
+    readonly path?: string,
+  ) {
+    super(message);
+  }
+}
+
+interface ErrorBody {
+  error: { code: string; message: string; path?: string };
+}
+
+function errorBody(code: string, message: string, path?: string): ErrorBody {
+  return { error: path === undefined ? { code, message } : { code, message, path } };
+}
+
+function validationPath(v: { instancePath?: string; params?: Record<string, unknown> }): string | undefined {
+  const base = (v.instancePath ?? '').replace(/^\//, '').replace(/\//g, '.');
+  const extra = v.params?.['missingProperty'] ?? v.params?.['additionalProperty'];
+  const full = [base, typeof extra === 'string' ? extra : ''].filter((p) => p !== '').join('.');
+  return full === '' ? undefined : full;
+}
+
+/** The status and body of any error a route or hook throws. */
+function describeError(error: unknown): { status: number; body: ErrorBody } {
+  if (error instanceof ApiError) return { status: error.statusCode, body: errorBody(error.code, error.message, error.path) };
+  if (error instanceof MigpoolError) {
+    const path = typeof error.details['path'] === 'string' ? error.details['path'] : undefined;
+    const status = error.code === 'BAD_INPUT' ? 400 : error.code === 'CHECK_FAILED' ? 409 : 500;
+    return { status, body: errorBody(error.code, error.message, path) };
+  }
+  const e = error as Partial<FastifyError>;
+  if (Array.isArray(e.validation) && e.validation.length > 0) {
+    const first = e.validation[0] as { instancePath?: string; message?: string; params?: Record<string, unknown> };
+    const path = validationPath(first);
+    const where = e.validationContext ?? 'request';
+    return { status: 400, body: errorBody('BAD_INPUT', `${where}${path !== undefined ? ` ${path}` : ''}: ${first.message ?? 'is not valid'}; see /v1/openapi.json`, path) };
+  }
+  if (typeof e.statusCode === 'number' && e.statusCode >= 400 && e.statusCode < 500) {
+    if (e.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') return { status: 415, body: errorBody('BAD_INPUT', `${e.message}: send JSON (application/json) or YAML (application/yaml)`) };
+    if (e.code === 'FST_ERR_CTP_BODY_TOO_LARGE') return { status: 413, body: errorBody('BAD_INPUT', 'the body is too large (1 MiB at most): send one job spec per request') };
+    return { status: e.statusCode, body: errorBody('BAD_INPUT', e.message ?? 'bad request') };
+  }
+  return { status: 500, body: errorBody('INTERNAL', `internal error: ${(error instanceof Error ? error.message : String(error)).split('\n')[0]}`) };
+}
+
+function notFound(what: string): ApiError {
+  return new ApiError(404, 'NOT_FOUND', what);
+}
+
+const errorResponses = { '4xx': errorSchema, '5xx': errorSchema };
+
+function loggerOption(logger: boolean | object | undefined): FastifyServerOptions['logger'] {
+  if (logger === undefined || logger === false) return false;
+  const base = logger === true ? {} : (logger as { serializers?: Record<string, unknown> });
+  return {
+    ...base,
+    serializers: {
+      ...(base.serializers ?? {}),
+      req: (req: FastifyRequest) => ({ method: req.method, url: redactToken(req.url), host: req.host, remoteAddress: req.ip, remotePort: req.socket?.remotePort }),
+    },
+  } as FastifyServerOptions['logger'];
+}
+
+function parseStates(values: readonly string[] | undefined): JobState[] | undefined {
+  if (values === undefined) return undefined;
+  const states = values.flatMap((v) => v.split(',')).map((s) => s.trim()).filter((s) => s !== '');
+  for (const s of states) {
+    if (!(JOB_STATES as readonly string[]).includes(s)) {
+      throw new ApiError(400, 'BAD_INPUT', `querystring state: unknown job state '${s}': use one or more of ${JOB_STATES.join(', ')}, separated by commas`, 'state');
+    }
+  }
+  return states.length > 0 ? (states as JobState[]) : undefined;
+}
+
+let echartsBundle: Promise<Buffer | null> | null = null;
+
+/** echarts' browser bundle from node_modules (resolved from this module, in src/ or dist/), or null. */
+function readEcharts(): Promise<Buffer | null> {
+  echartsBundle ??= (async () => {
+    try {
+      return await readFile(createRequire(import.meta.url).resolve('echarts/dist/echarts.min.js'));
+    } catch {
+      return null;
+    }
+  })();
+  return echartsBundle;
+}
+
+const DASHBOARD_CSP = "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'";
+
+/**
+ * The HTTP face of `migpool serve`: the REST API under /v1 (see `openapi.ts`), server-sent events,
+ * Prometheus metrics at /metrics and the web dashboard at /. Mutating calls need
+ * `Authorization: Bearer <token>`; GET calls are open. The caller listens (loopback by default)
+ * and closes; closing ends open event streams.
+ */
+export async function buildServer(opts: ServerOptions): Promise<FastifyInstance> {
+  const { service } = opts;
+  const authorized = bearerChecker(opts.token);
+  const tokenWhere = opts.tokenFile ?? 'the `token` file of the data dir that `migpool serve` uses (~/.local/share/migpool/token by default)';
+  const app = Fastify({ logger: loggerOption(opts.logger) });
+  const metrics = createMetrics(service, { processMetrics: opts.processMetrics ?? true });
+  const streams = new Set<() => void>();
+
+  const defaultJson = app.getDefaultJsonParser('error', 'error');
+  app.removeContentTypeParser('text/plain');
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (req, body, done) => {
+    const text = body as string;
+    if (text.trim() === '') return done(null, undefined);
+    defaultJson(req, text, (err, value) => {
+      if (err) return done(new ApiError(400, 'BAD_INPUT', `the body is not valid JSON (${err.message}): send one job spec as JSON, or as YAML with Content-Type application/yaml`), undefined);
+      done(null, value);
+    });
+  });
+  app.addContentTypeParser(['application/yaml', 'application/x-yaml', 'text/yaml', 'text/x-yaml'], { parseAs: 'string' }, (_req, body, done) => {
+    try {
+      done(null, YAML.parse(body as string));
+    } catch (e) {
+      const where = e instanceof YAML.YAMLError && e.linePos ? ` at line ${e.linePos[0].line}, column ${e.linePos[0].col}` : '';
+      const message = (e instanceof Error ? e.message : String(e)).split('\n')[0];
+      done(new ApiError(400, 'BAD_INPUT', `the body is not valid YAML${where} (${message}): send one job spec as a YAML mapping`), undefined);
+    }
+  });
+
+  app.addHook('onRequest', async (request) => {
+    if (MUTATING_METHODS.has(request.method) && !authorized(request.headers.authorization)) {
+      throw new ApiError(
+        401,
+        'UNAUTHORIZED',
+        `${request.method} needs the service's token: send \`Authorization: Bearer <token>\` with the token from ${tokenWhere} (the migpool CLI reads it for you)`,
+      );
+    }
+  });
+  app.addHook('onSend', async (_request, reply) => {
+    reply.header('x-content-type-options', 'nosniff');
+    reply.header('referrer-policy', 'no-referrer');
+  });
+  app.addHook('preClose', async () => {
+    for (const stop of [...streams]) stop();
+  });
+
+  app.setErrorHandler((error, request, reply) => {
+    const { status, body } = describeError(error);
+    if (status >= 500) request.log.error({ err: error }, 'request failed');
+    if (status === 401) reply.header('www-authenticate', 'Bearer realm="migpool"');
+    return reply.code(status).send(body);
+  });
+  app.setNotFoundHandler((request, reply) => {
+    const { status, body } = describeError(notFound(`no route ${request.method} ${redactToken(request.url).split('?')[0]}: the API is described at /v1/openapi.json`));
+    return reply.code(status).send(body);
+  });
+
+  app.post(
+    '/v1/jobs',
+    {
+      schema: { body: jobSpecInputSchema, response: { 201: jobRecordSchema, ...errorResponses } },
+      // The body is checked with the zod schema the service itself uses, for its messages and field paths.
+      validatorCompiler: () => (data: unknown) => {
+        try {
+          parseJobSpec(data);
+          return true;
+        } catch (e) {
+          return { error: e as Error };
+        }
+      },
+    },
+    async (request, reply) => {
+      const job = await service.submit(request.body);
+      return reply.code(201).header('location', `/v1/jobs/${encodeURIComponent(job.id)}`).send(job);
+    },
+  );
+
+  app.get<{ Querystring: { state?: string[]; priority?: 'foreground' | 'background'; after?: string; limit?: number; order?: 'asc' | 'desc' } }>(
+    '/v1/jobs',
+    { schema: { querystring: jobListQuerySchema, response: { 200: jobListSchema, ...errorResponses } } },
+    async (request) => {
+      const q = request.query;
+      const states = parseStates(q.state);
+      const filter: JobFilter = {
+        ...(states !== undefined ? { states } : {}),
+        ...(q.priority !== undefined ? { priority: q.priority } : {}),
+        ...(q.after !== undefined ? { after: q.after } : {}),
+        ...(q.limit !== undefined ? { limit: q.limit } : {}),
+        ...(q.order !== undefined ? { order: q.order } : {}),
+      };
+      return { jobs: await service.listJobs(filter) };
+    },
+  );
+
+  app.get<{ Params: { id: string } }>('/v1/jobs/:id', { schema: { params: jobIdParamsSchema, response: { 200: jobRecordSchema, ...errorResponses } } }, async (request) => {
+    const job = await service.getJob(request.params.id);
+    if (job === null) throw notFound(`no job ${request.params.id}: list the jobs with GET /v1/jobs (or \`migpool jobs\`)`);
+    return job;
+  });
+
+  app.post<{ Params: { id: string } }>('/v1/jobs/:id/cancel', { schema: { params: jobIdParamsSchema, response: { 200: jobRecordSchema, ...errorResponses } } }, async (request) => {
+    const job = await service.cancel(request.params.id);
+    if (job === null) throw notFound(`no job ${request.params.id} to cancel: list the jobs with GET /v1/jobs (or \`migpool jobs\`)`);
+    return job;
+  });
+
+  app.get<{ Params: { id: string }; Querystring: { stream: 'stdout' | 'stderr'; offset: number; limit?: number } }>(
+    '/v1/jobs/:id/logs',
+    { schema: { params: jobIdParamsSchema, querystring: logQuerySchema, response: { 200: logChunkSchema, ...errorResponses } } },
+    async (request) => {
+      const { stream, offset, limit } = request.query;
+      const chunk = await service.readLog(request.params.id, stream, offset, limit);
+      if (chunk === null) throw notFound(`no job ${request.params.id}: list the jobs with GET /v1/jobs (or \`migpool jobs\`)`);
+      return chunk;
+    },
+  );
+
+  app.get('/v1/gpus', { schema: { response: { 200: gpuListSchema, ...errorResponses } } }, async () => ({ gpus: await service.gpus() }));
+  app.get('/v1/stats', { schema: { response: { 200: statsSchema, ...errorResponses } } }, async () => service.stats());
+
+  app.get<{ Querystring: { after?: number } }>('/v1/events', { schema: { querystring: eventQuerySchema } }, (request, reply) => {
+    const header = request.headers['last-event-id'];
+    let afterSeq: number | null = request.query.after ?? null;
+    if (typeof header === 'string' && header.trim() !== '') {
+      if (!/^\d+$/.test(header.trim())) throw new ApiError(400, 'BAD_INPUT', `Last-Event-ID '${header}' is not an event seq: send the id of the last event received, or none`, 'Last-Event-ID');
+      afterSeq = Number(header.trim());
+    }
+    reply.hijack();
+    const stop = streamEvents(service, reply.raw, { afterSeq, heartbeatMs: opts.heartbeatMs ?? 15_000 });
+    streams.add(stop);
+    reply.raw.on('close', () => streams.delete(stop));
+  });
+
+  const document = openApiDocument(opts.version ?? API_VERSION);
+  app.get('/v1/openapi.json', async () => document);
+
+  app.get('/metrics', async (_request, reply) => reply.type(metrics.registry.contentType).send(await metrics.scrape()));
+
+  const page = (reply: FastifyReply, type: string, body: string | Buffer, cache: string) => reply.type(type).header('cache-control', cache).send(body);
+  app.get('/', async (_request, reply) => page(reply.header('content-security-policy', DASHBOARD_CSP).header('x-frame-options', 'DENY'), 'text/html; charset=utf-8', DASHBOARD_HTML, 'no-cache'));
+  app.get('/assets/dashboard.js', async (_request, reply) => page(reply, 'text/javascript; charset=utf-8', DASHBOARD_SCRIPT, 'no-cache'));
+  app.get('/assets/dashboard.css', async (_request, reply) => page(reply, 'text/css; charset=utf-8', DASHBOARD_CSS, 'no-cache'));
+  app.get('/assets/echarts.min.js', async (_request, reply) => {
+    const bundle = await readEcharts();
+    if (bundle === null) throw notFound('echarts is not installed beside migpool (node_modules/echarts): the dashboard works without its charts');
+    return page(reply, 'text/javascript; charset=utf-8', bundle, 'public, max-age=86400');
+  });
+
+  return app;
+}

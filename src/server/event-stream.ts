@@ -1,0 +1,85 @@
+import type { ServerResponse } from 'node:http';
+import type { EventRecord } from '../store/types.js';
+import type { PoolService } from './service-port.js';
+
+/** Options of {@link streamEvents}. */
+export interface EventStreamOptions {
+  /** Replay the events after this seq before the live ones; null: live ones only. */
+  readonly afterSeq: number | null;
+  /** Milliseconds between heartbeat comments. */
+  readonly heartbeatMs: number;
+  /** Events asked of `service.events` per page while replaying. */
+  readonly pageSize?: number;
+  /** A client this far behind (bytes buffered) is dropped; it reconnects with Last-Event-ID. */
+  readonly maxBufferedBytes?: number;
+}
+
+/** One server-sent event: `id`, `event` (the type) and the record as JSON. */
+export function formatEvent(event: EventRecord): string {
+  return `id: ${event.seq}\nevent: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`;
+}
+
+/**
+ * Writes the service's events to `res` as text/event-stream until the client goes or `stop` is
+ * called. The subscription starts before the replay so that nothing falls between the two; events
+ * are sent once each, in seq order. Returns `stop`, which ends the response and unsubscribes (the
+ * client's disconnect does the same).
+ */
+export function streamEvents(service: PoolService, res: ServerResponse, options: EventStreamOptions): () => void {
+  const pageSize = options.pageSize ?? 1000;
+  const maxBuffered = options.maxBufferedBytes ?? 4 * 1024 * 1024;
+  let lastSent = options.afterSeq ?? -1;
+  let replaying = options.afterSeq !== null;
+  const held: EventRecord[] = [];
+  let closed = false;
+
+  const send = (event: EventRecord): void => {
+    if (closed || event.seq <= lastSent) return;
+    lastSent = event.seq;
+    res.write(formatEvent(event));
+    if (res.writableLength > maxBuffered) stop();
+  };
+  const unsubscribe = service.subscribe((event) => {
+    if (replaying) held.push(event);
+    else send(event);
+  });
+  const heartbeat = setInterval(() => {
+    if (!closed) res.write(`: heartbeat ${Date.now()}\n\n`);
+  }, options.heartbeatMs);
+  heartbeat.unref();
+
+  function stop(): void {
+    if (closed) return;
+    closed = true;
+    clearInterval(heartbeat);
+    unsubscribe();
+    res.end();
+  }
+  res.on('close', stop);
+
+  res.writeHead(200, {
+    'content-type': 'text/event-stream; charset=utf-8',
+    'cache-control': 'no-cache, no-transform',
+    connection: 'keep-alive',
+    'x-accel-buffering': 'no',
+  });
+  res.write(`retry: 3000\n: migpool events${options.afterSeq !== null ? ` after ${options.afterSeq}` : ''}\n\n`);
+
+  if (replaying) {
+    void (async () => {
+      try {
+        for (;;) {
+          const page = await service.events(lastSent, pageSize);
+          for (const event of page) send(event);
+          if (page.length < pageSize || closed) break;
+        }
+      } catch (e) {
+        if (!closed) res.write(`: replay failed: ${(e instanceof Error ? e.message : String(e)).replace(/\n/g, ' ')}\n\n`);
+      }
+      replaying = false;
+      held.sort((a, b) => a.seq - b.seq);
+      for (const event of held.splice(0)) send(event);
+    })();
+  }
+  return stop;
+}

@@ -1,0 +1,179 @@
+import {
+  errorSchema,
+  eventQuerySchema,
+  eventRecordSchema,
+  gpuListSchema,
+  gpuSnapshotSchema,
+  jobIdParamsSchema,
+  jobListQuerySchema,
+  jobListSchema,
+  jobRecordSchema,
+  jobSpecInputSchema,
+  jobSpecNormalizedSchema,
+  logChunkSchema,
+  logQuerySchema,
+  statsSchema,
+  type JsonSchema,
+} from './schemas.js';
+
+/**
+ * The OpenAPI 3.1 document of the HTTP API (served at `GET /v1/openapi.json`). It is built from
+ * the same schema objects the routes validate and serialise with; shared ones become
+ * `#/components/schemas/...` references.
+ */
+
+const COMPONENTS: Readonly<Record<string, JsonSchema>> = {
+  JobSpec: jobSpecInputSchema,
+  JobSpecNormalized: jobSpecNormalizedSchema,
+  JobRecord: jobRecordSchema,
+  JobList: jobListSchema,
+  LogChunk: logChunkSchema,
+  GpuSnapshot: gpuSnapshotSchema,
+  GpuList: gpuListSchema,
+  ServiceStats: statsSchema,
+  EventRecord: eventRecordSchema,
+  Error: errorSchema,
+};
+
+/** Replaces every nested schema that is a component by a reference to it (the top one is kept). */
+function withRefs(schema: JsonSchema, top = true): JsonSchema {
+  if (!top) {
+    for (const [name, component] of Object.entries(COMPONENTS)) if (component === schema) return { $ref: `#/components/schemas/${name}` };
+  }
+  const out: JsonSchema = {};
+  for (const [key, value] of Object.entries(schema)) {
+    if (Array.isArray(value)) out[key] = value.map((v: unknown) => (isSchema(v) ? withRefs(v, false) : v));
+    else if (isSchema(value)) out[key] = withRefs(value, false);
+    else out[key] = value;
+  }
+  return out;
+}
+
+function isSchema(v: unknown): v is JsonSchema {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+const ref = (name: keyof typeof COMPONENTS & string) => ({ $ref: `#/components/schemas/${name}` });
+const json = (name: keyof typeof COMPONENTS & string, description: string) => ({ description, content: { 'application/json': { schema: ref(name) } } });
+
+const errors = {
+  '400': json('Error', 'Bad input: the message says what and where (`path`), and how to fix it.'),
+  '404': json('Error', 'No such job or route.'),
+  '500': json('Error', 'The service failed.'),
+};
+const unauthorized = { '401': json('Error', 'Missing or wrong bearer token (it is in the `token` file of the data dir).') };
+
+function queryParameters(schema: JsonSchema): object[] {
+  const properties = (schema['properties'] ?? {}) as Record<string, JsonSchema>;
+  return Object.entries(properties).map(([name, s]) => {
+    const { description, ...rest } = s;
+    return { name, in: 'query', required: false, ...(description !== undefined ? { description } : {}), schema: rest, ...(rest['type'] === 'array' ? { style: 'form', explode: false } : {}) };
+  });
+}
+
+const idParameter = { name: 'id', in: 'path', required: true, schema: (jobIdParamsSchema['properties'] as Record<string, JsonSchema>)['id'] };
+const secured = [{ bearer: [] }];
+
+/** The OpenAPI 3.1 document; `version` is the service's version. */
+export function openApiDocument(version: string): Record<string, unknown> {
+  return {
+    openapi: '3.1.0',
+    info: {
+      title: 'migpool',
+      version,
+      description:
+        'Training jobs on a pool of NVIDIA MIG slices. GET calls are open (the service listens on loopback by default); POST calls need `Authorization: Bearer <token>` with the token from `<data dir>/token`.',
+    },
+    paths: {
+      '/v1/jobs': {
+        post: {
+          operationId: 'submitJob',
+          summary: 'Queue a job',
+          security: secured,
+          requestBody: {
+            required: true,
+            content: {
+              'application/json': { schema: ref('JobSpec') },
+              'application/yaml': { schema: ref('JobSpec') },
+              'text/yaml': { schema: ref('JobSpec') },
+            },
+          },
+          responses: { '201': json('JobRecord', 'The queued job.'), ...errors, ...unauthorized },
+        },
+        get: {
+          operationId: 'listJobs',
+          summary: 'List jobs, by id',
+          parameters: queryParameters(jobListQuerySchema),
+          responses: { '200': json('JobList', 'The jobs that match.'), ...errors },
+        },
+      },
+      '/v1/jobs/{id}': {
+        get: {
+          operationId: 'getJob',
+          summary: 'One job',
+          parameters: [idParameter],
+          responses: { '200': json('JobRecord', 'The job.'), ...errors },
+        },
+      },
+      '/v1/jobs/{id}/cancel': {
+        post: {
+          operationId: 'cancelJob',
+          summary: 'Cancel a queued job, or ask a running one to stop',
+          security: secured,
+          parameters: [idParameter],
+          responses: { '200': json('JobRecord', 'The job after the request.'), ...errors, ...unauthorized },
+        },
+      },
+      '/v1/jobs/{id}/logs': {
+        get: {
+          operationId: 'readJobLog',
+          summary: "A piece of a job's stdout or stderr, from a byte offset",
+          parameters: [idParameter, ...queryParameters(logQuerySchema)],
+          responses: { '200': json('LogChunk', 'Text from `offset`, the next offset, and whether the log is complete.'), ...errors },
+        },
+      },
+      '/v1/gpus': {
+        get: {
+          operationId: 'listGpus',
+          summary: 'Every GPU with its slices and the job on each',
+          responses: { '200': json('GpuList', 'The GPUs.'), ...errors },
+        },
+      },
+      '/v1/stats': {
+        get: {
+          operationId: 'getStats',
+          summary: 'Counts, recent timings and the utilisation timeline',
+          responses: { '200': json('ServiceStats', 'The figures.'), ...errors },
+        },
+      },
+      '/v1/events': {
+        get: {
+          operationId: 'streamEvents',
+          summary: 'Server-sent events: `id: <seq>`, `event: <type>`, `data: <EventRecord>`',
+          description:
+            'A text/event-stream. With a `Last-Event-ID` header (or `?after=`), the events after that seq are replayed first, then live ones follow. A comment line is sent every 15 s as a heartbeat.',
+          parameters: [
+            { name: 'Last-Event-ID', in: 'header', required: false, schema: { type: 'string', pattern: '^\\d+$' } },
+            ...queryParameters(eventQuerySchema),
+          ],
+          responses: {
+            '200': { description: 'The event stream; each `data:` line is an EventRecord.', content: { 'text/event-stream': { schema: ref('EventRecord') } } },
+            ...errors,
+          },
+        },
+      },
+      '/v1/openapi.json': {
+        get: { operationId: 'getOpenApi', summary: 'This document', responses: { '200': { description: 'OpenAPI 3.1', content: { 'application/json': { schema: { type: 'object' } } } } } },
+      },
+      '/metrics': {
+        get: { operationId: 'getMetrics', summary: 'Prometheus metrics', responses: { '200': { description: 'Prometheus text format', content: { 'text/plain': { schema: { type: 'string' } } } } } },
+      },
+    },
+    components: {
+      securitySchemes: {
+        bearer: { type: 'http', scheme: 'bearer', description: 'The token in `<data dir>/token` (created by `migpool serve` on first start).' },
+      },
+      schemas: Object.fromEntries(Object.entries(COMPONENTS).map(([name, schema]) => [name, withRefs(schema)])),
+    },
+  };
+}
