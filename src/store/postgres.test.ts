@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import { MigpoolError } from '../errors.js';
-import { storeConformance } from './conformance.js';
+import { storeConformance } from '../../test/store-conformance.js';
 import type { Migration } from './migration.js';
 import { POSTGRES_MIGRATIONS } from './postgres-schema.js';
 import { openPostgresStore, redactUrl } from './postgres.js';

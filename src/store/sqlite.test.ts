@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { parseJobSpec } from '../control/job-spec.js';
 import { MigpoolError } from '../errors.js';
-import { storeConformance } from './conformance.js';
+import { storeConformance } from '../../test/store-conformance.js';
 import type { Migration } from './migration.js';
 import { openStore } from './open.js';
 import { SQLITE_MIGRATIONS } from './sqlite-schema.js';

@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { parseJobSpec, type JobSpecInput } from '../control/job-spec.js';
-import { MigpoolError } from '../errors.js';
-import type { JobPlacement, JobRecord, Store } from './types.js';
+import { parseJobSpec, type JobSpecInput } from '../src/control/job-spec.js';
+import { MigpoolError } from '../src/errors.js';
+import type { JobPlacement, JobRecord, Store } from '../src/store/types.js';
 
 /** What an adapter may offer beyond `open` for the conformance run. */
 export interface StoreConformanceOptions {
