@@ -1,0 +1,624 @@
+import { join } from 'node:path';
+import { badInput, MigpoolError } from '../errors.js';
+import type { Executor, ExitReport } from '../exec/executor.js';
+import { readExitFile, readProcessRef } from '../exec/local-executor.js';
+import { readLogChunk } from '../exec/log-file.js';
+import type { GpuPort } from '../gpu/port.js';
+import type { GpuModel } from '../mig/types.js';
+import type { CurrentGpu } from '../partition/state.js';
+import type { Workload } from '../perf/types.js';
+import { resolveWorkload } from '../perf/workloads.js';
+import type { ClusterView, Decision, GpuView, JobSpec, Policy, PolicyContext, RunningJobView } from '../sched/types.js';
+import type { GpuSnapshot, LogChunk, PoolService, ServiceStats } from '../server/service-port.js';
+import { createRandom } from '../sim/random.js';
+import type { EventRecord, JobFilter, JobPatch, JobPlacement, JobRecord, NewEvent, Store } from '../store/types.js';
+import { parseJobSpec, type JobSpecInput } from './job-spec.js';
+import { applyLayout } from './layout-apply.js';
+import { livePolicyContext } from './live-context.js';
+import { modelOfGpu, readCurrentState } from './state-reader.js';
+
+/** How the service runs; defaults in brackets. */
+export interface ServiceOptions {
+  readonly store: Store;
+  readonly executor: Executor;
+  readonly gpu: GpuPort;
+  readonly policy: Policy;
+  /** Where attempts keep their logs and exit status: `<dataDir>/jobs/<id>/<attempt>/`. */
+  readonly dataDir: string;
+  /** The wall clock, ms since the epoch [Date.now]. */
+  readonly now?: () => number;
+  /** Seed of the random source handed to the policy [1]. */
+  readonly seed?: number;
+  /** A scheduling pass runs at least this often, ms, besides every submission and job end [2000]. */
+  readonly tickMs?: number;
+  /** Seconds a re-partition is said to take, for the policy's cost model [5]. */
+  readonly reconfigureSeconds?: number;
+  /** Workload assumed for jobs that name none [resnet50-imagenet64]. */
+  readonly defaultWorkload?: string;
+  /** Seconds of work assumed for jobs with no `estimatedSeconds` [3600]. */
+  readonly defaultEstimateSeconds?: number;
+  /** Extra environment for every job (e.g. the simulated machine's state file). */
+  readonly jobEnv?: Readonly<Record<string, string>>;
+  /** Workloads besides the built-in ones (from `migpool bench --out`). */
+  readonly workloads?: readonly Workload[];
+  /** Accept and keep jobs but start none, e.g. for maintenance or to measure the API alone [false]. */
+  readonly hold?: boolean;
+  /** Where the service reports what it does, one line at a time [nowhere]. */
+  readonly log?: (line: string) => void;
+}
+
+/** One GPU as the service last read it. */
+interface GpuEntry {
+  readonly index: number;
+  readonly uuid: string;
+  readonly name: string;
+  readonly model: GpuModel;
+  current: CurrentGpu;
+  /** MIG device UUID of the first compute instance of each GPU instance, by placement start. */
+  ciUuids: Map<number, string>;
+}
+
+const RECENT = 1000;
+const TIMELINE = 720;
+const THROUGHPUT_WINDOW_MS = 120_000;
+
+/**
+ * `migpool serve`'s core: the live loop. On every event (submission, job end, cancel, timer) the
+ * policy decides from a view of the GPUs and the jobs, exactly as in the simulator, and the
+ * service applies its decisions: re-partitions through the GPU port (idle instances only), starts
+ * through the executor, preempts by stopping and requeueing. Every decision and state change is
+ * written to the store before it acts, so that a crash at any point loses nothing: at start the
+ * service re-reads the GPUs, re-adopts the attempts still running and settles the others.
+ */
+export class PoolServiceImpl implements PoolService {
+  private readonly o: Required<Omit<ServiceOptions, 'workloads' | 'log' | 'jobEnv' | 'hold'>> & Pick<ServiceOptions, 'workloads' | 'log' | 'jobEnv' | 'hold'>;
+  private readonly ctx: PolicyContext;
+  /** Jobs not yet final, by id: the store's truth mirrored in memory (written after the store). */
+  private readonly active = new Map<string, JobRecord>();
+  private readonly specs = new Map<string, JobSpec>();
+  private gpusFound: GpuEntry[] = [];
+  private readonly reconfiguring = new Set<number>();
+  private readonly listeners = new Set<(e: EventRecord) => void>();
+  private serial: Promise<unknown> = Promise.resolve();
+  private passQueued = false;
+  private timer: NodeJS.Timeout | null = null;
+  private stopped = false;
+  private readonly passMs: number[] = [];
+  private readonly waits: number[] = [];
+  private readonly finishedAt: number[] = [];
+  private readonly timeline: ServiceStats['timeline'][number][] = [];
+  private reconfigurations = 0;
+  readonly startedAt: number;
+
+  constructor(options: ServiceOptions) {
+    this.o = {
+      now: Date.now,
+      seed: 1,
+      tickMs: 2000,
+      reconfigureSeconds: 5,
+      defaultWorkload: 'resnet50-imagenet64',
+      defaultEstimateSeconds: 3600,
+      ...options,
+    };
+    this.ctx = livePolicyContext(createRandom(this.o.seed), this.o.reconfigureSeconds);
+    this.startedAt = this.o.now();
+    this.o.executor.onExit((r) => {
+      void this.locked(() => this.settle(r)).then(() => this.schedule());
+    });
+  }
+
+  // ---- life cycle
+
+  /** Reads the GPUs and the jobs, re-adopts running attempts, settles the rest, and starts the loop. */
+  async start(): Promise<void> {
+    await this.refreshGpus();
+    const open = await this.o.store.listJobs({ states: ['queued', 'starting', 'running'], limit: Number.MAX_SAFE_INTEGER });
+    for (const r of open) {
+      this.active.set(r.id, r);
+      this.specs.set(r.id, this.jobSpecOf(r));
+    }
+    await this.locked(() => this.recover(open));
+    await this.event({ type: 'service-started', jobId: null, data: { policy: this.o.policy.name, gpus: this.gpusFound.length, open: open.length } });
+    this.timer = setInterval(() => {
+      this.sample();
+      this.schedule();
+    }, this.o.tickMs);
+    this.timer.unref();
+    this.sample();
+    this.schedule();
+  }
+
+  /** Stops the loop and the executor's watchers; running attempts keep running (re-adopted at the next start). */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.timer) clearInterval(this.timer);
+    await this.serial.catch(() => undefined);
+    await this.o.executor.close();
+  }
+
+  /** Resolves once every pass queued so far has run (for tests and the demo). */
+  async idle(): Promise<void> {
+    let before: Promise<unknown>;
+    do {
+      before = this.serial;
+      await before.catch(() => undefined);
+    } while (before !== this.serial);
+  }
+
+  // ---- PoolService
+
+  async submit(input: unknown): Promise<JobRecord> {
+    const [rec] = await this.submitMany([input]);
+    return rec!;
+  }
+
+  /** Validates every spec first (nothing is queued when one is bad), then queues them in one transaction. */
+  async submitMany(inputs: readonly unknown[]): Promise<JobRecord[]> {
+    const specs = inputs.map((x, i) => parseJobSpec(x, inputs.length > 1 ? `job spec ${i + 1}` : 'job spec'));
+    specs.forEach((s, i) => this.checkSpec(s, inputs.length > 1 ? `job spec ${i + 1}` : 'job spec'));
+    const recs = await this.o.store.insertJobs(specs, this.o.now());
+    for (const r of recs) {
+      this.active.set(r.id, r);
+      this.specs.set(r.id, this.jobSpecOf(r));
+      await this.event({ type: 'job-submitted', jobId: r.id, data: { name: r.spec.name, priority: r.spec.priority } });
+    }
+    this.schedule();
+    return recs;
+  }
+
+  async getJob(id: string): Promise<JobRecord | null> {
+    return this.active.get(id) ?? (await this.o.store.getJob(id));
+  }
+
+  listJobs(filter?: JobFilter): Promise<JobRecord[]> {
+    return this.o.store.listJobs(filter);
+  }
+
+  async cancel(id: string): Promise<JobRecord | null> {
+    const found = await this.getJob(id);
+    if (!found) return null;
+    return this.locked(async () => {
+      const rec = this.active.get(id);
+      if (!rec) return (await this.o.store.getJob(id))!;
+      if (rec.state === 'queued') {
+        const done = await this.update(rec, { state: 'cancelled', endedAt: this.o.now(), reason: 'cancelled before it started' });
+        await this.event({ type: 'job-finished', jobId: id, data: { state: 'cancelled', reason: done.reason } });
+        this.finish(done);
+        return done;
+      }
+      const asked = rec.cancelRequested ? rec : await this.update(rec, { cancelRequested: true });
+      await this.event({ type: 'job-cancel-requested', jobId: id, data: {} });
+      if (asked.state === 'running') await this.o.executor.cancel(id);
+      return asked;
+    });
+  }
+
+  async readLog(id: string, stream: 'stdout' | 'stderr', offset: number, limit = 65536): Promise<LogChunk | null> {
+    const rec = await this.getJob(id);
+    if (!rec) return null;
+    const final = rec.state === 'succeeded' || rec.state === 'failed' || rec.state === 'cancelled';
+    if (rec.attempt === 0) return { text: '', nextOffset: 0, done: final };
+    const dir = rec.process?.dir ?? this.attemptDir(id, rec.attempt);
+    const path = rec.process ? this.o.executor.logPaths(rec.process)[stream] : join(dir, `${stream}.log`);
+    const chunk = await readLogChunk(path, offset, limit);
+    return { ...chunk, done: final && chunk.nextOffset - offset < limit };
+  }
+
+  gpus(): Promise<GpuSnapshot[]> {
+    const occupants = this.occupants();
+    return Promise.resolve(
+      this.gpusFound.map((g) => {
+        const mig = g.current.migMode.current === 'enabled';
+        return {
+          index: g.index,
+          name: g.name,
+          uuid: g.uuid,
+          migEnabled: mig,
+          slices: g.model.computeSlices,
+          instances: mig
+            ? g.current.instances.map((i) => ({ profile: i.profile.name, start: i.start, size: i.size, uuid: g.ciUuids.get(i.start) ?? null, job: occupants.instances.get(`${g.index}|${i.start}`) ?? null }))
+            : [],
+          wholeGpuJobs: occupants.whole.get(g.index) ?? [],
+          reconfiguring: this.reconfiguring.has(g.index),
+        };
+      }),
+    );
+  }
+
+  subscribe(listener: (event: EventRecord) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  events(afterSeq: number, limit?: number): Promise<EventRecord[]> {
+    return this.o.store.listEvents(afterSeq, limit);
+  }
+
+  async stats(): Promise<ServiceStats> {
+    const slices = new Map<string, number>();
+    for (const g of await this.gpus()) {
+      for (const i of g.instances) {
+        const key = `${i.profile}|${i.job === null ? 'idle' : 'busy'}`;
+        slices.set(key, (slices.get(key) ?? 0) + 1);
+      }
+    }
+    return {
+      policy: this.o.policy.name,
+      startedAt: this.startedAt,
+      jobsByState: await this.o.store.countJobs(),
+      slices: [...slices].map(([k, count]) => {
+        const [profile, state] = k.split('|') as [string, 'busy' | 'idle'];
+        return { profile, state, count };
+      }),
+      reconfigurations: this.reconfigurations,
+      passMs: [...this.passMs],
+      queueWaitSeconds: [...this.waits],
+      timeline: [...this.timeline],
+    };
+  }
+
+  // ---- the loop
+
+  /** Asks for a scheduling pass (coalesced: at most one waits behind the running one). */
+  schedule(): void {
+    if (this.passQueued || this.stopped || this.o.hold === true) return;
+    this.passQueued = true;
+    void this.locked(async () => {
+      this.passQueued = false;
+      await this.pass();
+    });
+  }
+
+  /** One scheduling pass: the policy decides until it has nothing more to do (at most 8 rounds). */
+  private async pass(): Promise<void> {
+    const t0 = performance.now();
+    for (let round = 0; round < 8; round++) {
+      const view = this.view();
+      let decisions: Decision[];
+      try {
+        decisions = this.o.policy.decide(view, this.ctx);
+      } catch (e) {
+        this.o.log?.(`policy ${this.o.policy.name} failed: ${e instanceof Error ? e.message : String(e)}`);
+        break;
+      }
+      if (decisions.length === 0) break;
+      let acted = 0;
+      for (const d of decisions) {
+        try {
+          if (await this.apply(d, view)) acted++;
+        } catch (e) {
+          this.o.log?.(`decision ${JSON.stringify(d)} failed: ${e instanceof Error ? e.message : String(e)}`);
+        }
+      }
+      if (acted === 0) break;
+    }
+    this.passMs.push(performance.now() - t0);
+    if (this.passMs.length > RECENT) this.passMs.shift();
+  }
+
+  /** The cluster as the policy sees it (positions in `gpus` are the view's GPU ids). */
+  private view(): ClusterView {
+    const now = this.o.now() / 1000;
+    const occupants = this.occupants();
+    const gpus: GpuView[] = this.gpusFound.map((g, id) => {
+      const whole = occupants.whole.get(g.index) ?? [];
+      const sharing = whole.length > 0 ? (occupants.sharing.get(g.index) ?? 'exclusive') : 'exclusive';
+      return {
+        id,
+        model: g.model,
+        migEnabled: g.current.migMode.current === 'enabled',
+        instances: g.current.instances.map((i) => ({ gpu: id, profile: i.profile, start: i.start, size: i.size, job: occupants.instances.get(`${g.index}|${i.start}`) ?? null })),
+        wholeGpuJobs: whole,
+        sharing,
+        busyUntil: null,
+      };
+    });
+    const queue: JobSpec[] = [];
+    const running = new Map<string, RunningJobView>();
+    const position = new Map(this.gpusFound.map((g, id) => [g.index, id]));
+    for (const r of this.active.values()) {
+      const spec = this.specs.get(r.id)!;
+      if (r.state === 'queued') {
+        queue.push(spec);
+        continue;
+      }
+      const p = r.placement;
+      if (!p) continue;
+      const placement: RunningJobView['placement'] = p.kind === 'instance' ? { kind: 'instance', gpu: position.get(p.gpu) ?? -1, start: p.start } : { kind: 'gpus', gpus: p.gpus.map((x) => position.get(x) ?? -1) };
+      const started = (r.startedAt ?? this.o.now()) / 1000;
+      const speed = this.speedOf(spec, p);
+      running.set(r.id, { spec, placement, started, done: Math.min(spec.work, speed * Math.max(0, now - started)), speed });
+    }
+    queue.sort((a, b) => a.arrival - b.arrival || Number(a.id) - Number(b.id));
+    return { now, gpus, queue, running };
+  }
+
+  private speedOf(spec: JobSpec, p: JobPlacement): number {
+    try {
+      if (p.kind === 'instance') {
+        const g = this.gpusFound.find((x) => x.index === p.gpu);
+        return g ? this.ctx.speedOn(spec, { kind: 'instance', model: g.model, profile: p.profile }) : 1;
+      }
+      return 1;
+    } catch {
+      return 1;
+    }
+  }
+
+  /** Applies one decision; false when it no longer holds (e.g. the job was cancelled meanwhile). */
+  private async apply(d: Decision, view: ClusterView): Promise<boolean> {
+    switch (d.kind) {
+      case 'repartition': {
+        const g = this.gpusFound[d.gpu];
+        if (!g) throw new MigpoolError('RUNTIME', `policy named GPU ${d.gpu}, which the view does not have`);
+        const busy = new Set(view.gpus[d.gpu]!.instances.filter((i) => i.job !== null).map((i) => i.start));
+        if (view.gpus[d.gpu]!.wholeGpuJobs.length > 0) throw new MigpoolError('RUNTIME', `policy re-partitions GPU ${g.index} under its whole-GPU jobs`);
+        await this.event({ type: 'gpu-reconfiguring', jobId: null, data: { gpu: g.index, layout: d.layout } });
+        this.reconfiguring.add(g.index);
+        try {
+          const r = await applyLayout(this.o.gpu, g.current, d.layout, busy);
+          this.reconfigurations++;
+          await this.event({ type: 'gpu-reconfigured', jobId: null, data: { gpu: g.index, layout: d.layout, ...r } });
+        } finally {
+          this.reconfiguring.delete(g.index);
+          await this.refreshGpus(g.index);
+        }
+        return true;
+      }
+      case 'start-on-instance': {
+        const rec = this.active.get(d.job);
+        const g = this.gpusFound[d.gpu];
+        if (!rec || rec.state !== 'queued' || !g) return false;
+        const inst = g.current.instances.find((i) => i.start === d.start);
+        const uuid = g.ciUuids.get(d.start);
+        if (!inst || !uuid) throw new MigpoolError('RUNTIME', `GPU ${g.index} has no instance at ${d.start} for job ${d.job}`);
+        await this.launch(rec, { kind: 'instance', gpu: g.index, start: d.start, profile: inst.profile.name, devices: [uuid] });
+        return true;
+      }
+      case 'start-on-gpus': {
+        const rec = this.active.get(d.job);
+        if (!rec || rec.state !== 'queued') return false;
+        const gs = d.gpus.map((id) => this.gpusFound[id]);
+        if (gs.some((g) => !g)) throw new MigpoolError('RUNTIME', `policy named GPUs ${d.gpus.join(',')}, which the view does not have`);
+        await this.launch(rec, { kind: 'gpus', gpus: gs.map((g) => g!.index), sharing: d.sharing, devices: gs.map((g) => g!.uuid) });
+        return true;
+      }
+      case 'preempt': {
+        const rec = this.active.get(d.job);
+        if (!rec || rec.state !== 'running' || rec.cancelRequested || rec.reason === 'preempting') return false;
+        await this.update(rec, { reason: 'preempting' });
+        await this.o.executor.cancel(rec.id);
+        return true;
+      }
+    }
+  }
+
+  /** Starts an attempt: written as `starting` first, then launched, then `running` with its process. */
+  private async launch(rec: JobRecord, placement: JobPlacement): Promise<void> {
+    const attempt = rec.attempt + 1;
+    const dir = this.attemptDir(rec.id, attempt);
+    const starting = await this.update(rec, { state: 'starting', placement, attempt, startedAt: this.o.now(), endedAt: null, process: null, exitCode: null, reason: null });
+    await this.event({ type: 'job-starting', jobId: rec.id, data: { attempt, placement } });
+    try {
+      const ref = await this.o.executor.launch({
+        jobId: rec.id,
+        attempt,
+        command: rec.spec.command,
+        workdir: rec.spec.workdir ?? dir,
+        env: { ...this.o.jobEnv, ...rec.spec.env },
+        devices: placement.devices,
+        maxRuntimeSeconds: rec.spec.maxRuntime ?? null,
+        dir,
+      });
+      const running = await this.update(starting, { state: 'running', process: ref });
+      const wait = (running.startedAt! - running.submittedAt) / 1000;
+      this.waits.push(wait);
+      if (this.waits.length > RECENT) this.waits.shift();
+      await this.event({ type: 'job-started', jobId: rec.id, data: { attempt, placement, waitSeconds: wait, pid: ref.pid } });
+    } catch (e) {
+      const message = e instanceof Error ? e.message : String(e);
+      await this.endAttempt(starting, { exitCode: null, reason: `could not start: ${message}`, failure: true });
+    }
+  }
+
+  /** An attempt ended: success, cancel, preemption (requeue), or failure (retry or fail). */
+  private async settle(r: ExitReport): Promise<void> {
+    const rec = this.active.get(r.jobId);
+    if (!rec || rec.attempt !== r.attempt || (rec.state !== 'running' && rec.state !== 'starting')) return;
+    await this.endAttempt(rec, {
+      exitCode: r.exitCode,
+      reason:
+        r.reason === 'timeout'
+          ? 'killed after its max runtime'
+          : r.reason === 'lost'
+            ? 'lost: the process is gone and left no exit status'
+            : r.reason === 'cancelled'
+              ? 'stopped'
+              : r.exitCode === 0
+                ? null
+                : `exit status ${r.exitCode ?? `signal ${r.signal ?? '?'}`}`,
+      failure: r.reason !== 'exited' || r.exitCode !== 0,
+      stopped: r.reason === 'cancelled',
+    });
+  }
+
+  private async endAttempt(rec: JobRecord, how: { exitCode: number | null; reason: string | null; failure: boolean; stopped?: boolean }): Promise<void> {
+    const now = this.o.now();
+    const base: JobPatch = { exitCode: how.exitCode, endedAt: now, process: rec.process, placement: rec.placement };
+    let patch: JobPatch;
+    if (rec.cancelRequested) patch = { ...base, state: 'cancelled', reason: 'cancelled while running' };
+    else if (how.stopped && rec.reason === 'preempting') patch = { state: 'queued', placement: null, process: null, reason: `preempted during attempt ${rec.attempt}; requeued`, endedAt: null };
+    else if (!how.failure) patch = { ...base, state: 'succeeded', reason: null };
+    else if (rec.attempt <= rec.spec.retries) patch = { state: 'queued', placement: null, process: null, exitCode: how.exitCode, reason: `attempt ${rec.attempt} failed (${how.reason}); retrying`, endedAt: null };
+    else patch = { ...base, state: 'failed', reason: how.reason };
+    const next = await this.update(rec, patch);
+    if (next.state === 'queued') await this.event({ type: 'job-requeued', jobId: rec.id, data: { attempt: rec.attempt, reason: next.reason } });
+    else {
+      await this.event({ type: 'job-finished', jobId: rec.id, data: { state: next.state, exitCode: next.exitCode, reason: next.reason, attempt: rec.attempt } });
+      this.finish(next);
+    }
+  }
+
+  /** At start: adopt attempts still running, settle those that ended while the service was down. */
+  private async recover(open: readonly JobRecord[]): Promise<void> {
+    for (const r of open) {
+      const rec = this.active.get(r.id);
+      if (!rec) continue;
+      if (rec.state === 'running' && rec.process) {
+        const found = await this.o.executor.adopt(rec.id, rec.attempt, rec.process);
+        if (found === 'running') {
+          this.o.log?.(`job ${rec.id}: re-adopted attempt ${rec.attempt} (pid ${rec.process.pid})`);
+          if (rec.cancelRequested) await this.o.executor.cancel(rec.id);
+        } else await this.settle(found);
+      } else if (rec.state === 'starting' || rec.state === 'running') {
+        // Stopped between writing `starting` and recording the process. The runner records itself
+        // in the attempt folder before it starts the command: found there, the attempt is adopted
+        // (never launched twice); an exit status says how it ended; no trace: it never ran.
+        const dir = this.attemptDir(rec.id, rec.attempt);
+        const ref = readProcessRef(dir) ?? (readExitFile(dir) ? { pid: 0, startTicks: '', dir } : null);
+        const found = ref ? await this.o.executor.adopt(rec.id, rec.attempt, ref) : null;
+        if (found === 'running') {
+          await this.update(rec, { state: 'running', process: ref });
+          if (rec.cancelRequested) await this.o.executor.cancel(rec.id);
+        } else if (found) await this.settle(found);
+        else await this.update(rec, { state: 'queued', placement: null, attempt: rec.attempt - 1, startedAt: null, reason: 'the service stopped before starting it; requeued' });
+      }
+    }
+  }
+
+  // ---- helpers
+
+  /** Runs `fn` after everything queued before it (passes, exits and cancels never interleave). */
+  private locked<T>(fn: () => Promise<T>): Promise<T> {
+    const run = this.serial.then(fn, fn);
+    this.serial = run.catch((e: unknown) => this.o.log?.(`internal: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}`));
+    return run;
+  }
+
+  /** Writes a change to the store (compare-and-set), then to memory. */
+  private async update(rec: JobRecord, patch: JobPatch): Promise<JobRecord> {
+    const next = await this.o.store.updateJob(rec.id, rec.version, patch);
+    if (!next) throw new MigpoolError('RUNTIME', `job ${rec.id} changed in the store under the service (version ${rec.version}); is a second service using the same store?`);
+    if (next.state === 'succeeded' || next.state === 'failed' || next.state === 'cancelled') this.active.delete(next.id);
+    else this.active.set(next.id, next);
+    return next;
+  }
+
+  private finish(rec: JobRecord): void {
+    this.active.delete(rec.id);
+    this.specs.delete(rec.id);
+    this.finishedAt.push(this.o.now());
+    while (this.finishedAt.length > 0 && this.finishedAt[0]! < this.o.now() - THROUGHPUT_WINDOW_MS) this.finishedAt.shift();
+  }
+
+  private async event(e: Omit<NewEvent, 'time'>): Promise<void> {
+    const rec = await this.o.store.appendEvent({ ...e, time: this.o.now() });
+    for (const l of this.listeners) {
+      try {
+        l(rec);
+      } catch {
+        // A listener's failure (a closed HTTP stream) must not stop the service.
+      }
+    }
+  }
+
+  private attemptDir(id: string, attempt: number): string {
+    return join(this.o.dataDir, 'jobs', id, String(attempt));
+  }
+
+  /** Reads the GPUs again: all of them, or only GPU `only` (by index) after changing it. */
+  private async refreshGpus(only?: number): Promise<void> {
+    const [found, cis, gis] = await Promise.all([readCurrentState(this.o.gpu, only), this.o.gpu.listComputeInstances(only), this.o.gpu.listGpuInstances(only)]);
+    const entries = found.flatMap((f): GpuEntry[] => {
+      const model = modelOfGpu(f.info);
+      if (!f.current || !model) return [];
+      const ciUuids = new Map<number, string>();
+      for (const gi of gis.filter((x) => x.gpu === f.info.index)) {
+        const ci = cis.find((c) => c.gpu === f.info.index && c.gpuInstanceId === gi.id);
+        if (ci) ciUuids.set(gi.start, ci.uuid);
+      }
+      return [{ index: f.info.index, uuid: f.info.uuid, name: f.info.name, model, current: f.current, ciUuids }];
+    });
+    if (only === undefined) this.gpusFound = entries;
+    else for (const e of entries) this.gpusFound = this.gpusFound.map((g) => (g.index === e.index ? e : g));
+  }
+
+  /** Who holds what: jobs on instances (`gpu|start`) and whole-GPU jobs, from the placements. */
+  private occupants(): { instances: Map<string, string>; whole: Map<number, string[]>; sharing: Map<number, 'exclusive' | 'timeslice' | 'mps'> } {
+    const instances = new Map<string, string>();
+    const whole = new Map<number, string[]>();
+    const sharing = new Map<number, 'exclusive' | 'timeslice' | 'mps'>();
+    for (const r of this.active.values()) {
+      if ((r.state !== 'running' && r.state !== 'starting') || !r.placement) continue;
+      const p = r.placement;
+      if (p.kind === 'instance') instances.set(`${p.gpu}|${p.start}`, r.id);
+      else
+        for (const g of p.gpus) {
+          whole.set(g, [...(whole.get(g) ?? []), r.id]);
+          sharing.set(g, p.sharing);
+        }
+    }
+    return { instances, whole, sharing };
+  }
+
+  private sample(): void {
+    const occupants = this.occupants();
+    let busy = 0;
+    let all = 0;
+    for (const g of this.gpusFound) {
+      all += g.model.computeSlices;
+      if ((occupants.whole.get(g.index) ?? []).length > 0) busy += g.model.computeSlices;
+      else for (const i of g.current.instances) if (occupants.instances.has(`${g.index}|${i.start}`)) busy += i.profile.computeSlices;
+    }
+    const now = this.o.now();
+    while (this.finishedAt.length > 0 && this.finishedAt[0]! < now - THROUGHPUT_WINDOW_MS) this.finishedAt.shift();
+    const span = Math.min(THROUGHPUT_WINDOW_MS, Math.max(1000, now - this.startedAt));
+    let queued = 0;
+    let running = 0;
+    for (const r of this.active.values()) {
+      if (r.state === 'queued') queued++;
+      else running++;
+    }
+    this.timeline.push({ t: now, utilization: all === 0 ? 0 : busy / all, throughputJobsPerHour: (this.finishedAt.length * 3_600_000) / span, queued, running });
+    if (this.timeline.length > TIMELINE) this.timeline.shift();
+  }
+
+  /** Checks what the schema cannot: the workload exists and the profile exists on some GPU here. */
+  private checkSpec(spec: JobSpecInput, where: string): void {
+    if (spec.workload !== undefined) {
+      try {
+        resolveWorkload(spec.workload, this.o.workloads ?? []);
+      } catch (e) {
+        throw badInput(`${where}: workload: ${e instanceof Error ? e.message : String(e)}`, { path: 'workload' });
+      }
+    }
+    const profile = spec.resources.profile;
+    if (profile !== undefined && this.gpusFound.length > 0 && !this.gpusFound.some((g) => g.model.giProfiles.some((p) => p.name === profile))) {
+      const names = [...new Set(this.gpusFound.flatMap((g) => g.model.giProfiles.map((p) => p.name)))];
+      throw badInput(`${where}: resources.profile: no GPU here offers '${profile}'; profiles here: ${names.join(', ')}`, { path: 'resources.profile' });
+    }
+    const gpus = spec.resources.gpus ?? 1;
+    if (this.gpusFound.length > 0 && gpus > this.gpusFound.length) {
+      throw badInput(`${where}: resources.gpus: ${gpus} GPUs asked but this machine has ${this.gpusFound.length}`, { path: 'resources.gpus' });
+    }
+  }
+
+  private jobSpecOf(r: JobRecord): JobSpec {
+    let workload: Workload;
+    try {
+      workload = resolveWorkload(r.spec.workload ?? this.o.defaultWorkload, this.o.workloads ?? []);
+    } catch {
+      workload = resolveWorkload(this.o.defaultWorkload);
+    }
+    return {
+      id: r.id,
+      workload,
+      gpus: r.spec.resources.gpus ?? 1,
+      priority: r.spec.priority,
+      arrival: r.submittedAt / 1000,
+      work: r.spec.estimatedSeconds ?? this.o.defaultEstimateSeconds,
+      memoryGiB: r.spec.resources.memory ?? null,
+      profile: r.spec.resources.profile ?? null,
+    };
+  }
+}
