@@ -10,6 +10,7 @@ import { registerSim } from './commands/sim.js';
 import { registerSimulate } from './commands/simulate.js';
 import { registerWorkloads } from './commands/workloads.js';
 import { registerStatus } from './commands/status.js';
+import { registerDemo, registerServe } from './commands/serve.js';
 import { processIo, type Io } from './io.js';
 
 /** Builds the `migpool` command tree. */
@@ -32,6 +33,8 @@ export function buildProgram(io: Io): Command {
   registerSim(program, io);
   registerAdvise(program, io);
   registerSimulate(program, io);
+  registerServe(program, io);
+  registerDemo(program, io);
   const all = (cmds: readonly Command[]): Command[] => cmds.flatMap((c) => [c, ...all(c.commands)]);
   for (const cmd of all(program.commands)) cmd.exitOverride().configureOutput({ writeOut: (s) => io.out(s), writeErr: (s) => io.err(s) });
   return program;

@@ -1,0 +1,142 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { startPool } from '../src/cli/pool.js';
+import type { JobSpecInput } from '../src/control/job-spec.js';
+import { parseJobSpec } from '../src/control/job-spec.js';
+import { PoolServiceImpl } from '../src/control/service.js';
+import type { Executor, ExitReport } from '../src/exec/executor.js';
+import { SimulatedGpuPort } from '../src/gpu/simulated/driver.js';
+import { SimulatedMachine } from '../src/gpu/simulated/machine.js';
+import { parseSimulateSpec } from '../src/gpu/simulated/spec.js';
+import { parsePolicy } from '../src/sched/registry.js';
+import { openSqliteStore } from '../src/store/sqlite.js';
+
+const SUBMIT_TARGET = 1000;
+const PASS_P99_TARGET_MS = 50;
+
+/** An executor that starts nothing and never reports an end: the loop's own cost, without processes. */
+function idleExecutor(): Executor {
+  let pid = 1_000_000;
+  return {
+    launch: (s) => Promise.resolve({ pid: pid++, startTicks: '0', dir: s.dir }),
+    adopt: () => Promise.resolve('running' as const),
+    cancel: () => Promise.resolve(),
+    onExit: (_l: (r: ExitReport) => void) => undefined,
+    logPaths: (r) => ({ stdout: join(r.dir, 'stdout.log'), stderr: join(r.dir, 'stderr.log') }),
+    close: () => Promise.resolve(),
+  };
+}
+
+function quantile(xs: readonly number[], q: number): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.max(0, Math.ceil(q * s.length) - 1))] ?? 0;
+}
+
+const mix = ['small', 'medium', 'small', 'large', 'small', 'medium', 'small', 'small', 'medium', 'small'];
+const spec = (i: number): JobSpecInput => parseJobSpec({ name: `bench-${i}`, command: ['true'], workload: mix[i % mix.length], estimatedSeconds: 600 + (i % 7) * 300 });
+
+/** Jobs submitted per second through the HTTP API of a running service (jobs held, not started). */
+async function submissions(lines: string[]): Promise<void> {
+  const dir = mkdtempSync(join(tmpdir(), 'migpool-bench-'));
+  const pool = await startPool({ dataDir: dir, listen: '127.0.0.1:0', simulate: '8xA100-SXM4-40GB', hold: true });
+  try {
+    const n = 5000;
+    const concurrency = 16;
+    const body = (i: number) => JSON.stringify({ name: `bench-${i}`, command: ['true'], workload: mix[i % mix.length] });
+    let next = 0;
+    let failed = 0;
+    const t0 = performance.now();
+    await Promise.all(
+      Array.from({ length: concurrency }, async () => {
+        while (next < n) {
+          const i = next++;
+          const r = await fetch(`${pool.url}/v1/jobs`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${pool.token}` }, body: body(i) });
+          if (r.status !== 201) failed++;
+          await r.arrayBuffer();
+        }
+      }),
+    );
+    const s = (performance.now() - t0) / 1000;
+    const t1 = performance.now();
+    for (let i = 0; i < 2000; i++) await pool.store.insertJob(spec(i), Date.now());
+    const storeRate = 2000 / ((performance.now() - t1) / 1000);
+    lines.push(`service: ${n} submissions through POST /v1/jobs (${concurrency} clients, keep-alive): ${(n / s).toFixed(0)} jobs/s (${failed} failed); target >= ${SUBMIT_TARGET}/s: ${n / s >= SUBMIT_TARGET ? 'met' : 'NOT met'}`);
+    lines.push(`  compared with the store alone (SQLite insertJob, same process): ${storeRate.toFixed(0)} jobs/s`);
+  } finally {
+    await pool.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** Scheduling pass time with 10,000 queued jobs on 1,000 simulated A100s, policy migpool. */
+async function passes(lines: string[]): Promise<void> {
+  const dir = mkdtempSync(join(tmpdir(), 'migpool-bench-'));
+  const store = openSqliteStore(join(dir, 'migpool.db'));
+  await store.init();
+  try {
+    await store.insertJobs(Array.from({ length: 10_000 }, (_, i) => spec(i)), Date.now());
+    const machine = SimulatedMachine.create(parseSimulateSpec('1000xA100-SXM4-40GB'), 1, '1000xA100-SXM4-40GB');
+    const service = new PoolServiceImpl({ store, executor: idleExecutor(), gpu: new SimulatedGpuPort(machine), policy: parsePolicy('migpool'), dataDir: dir, tickMs: 3_600_000 });
+    const t0 = performance.now();
+    await service.start();
+    await service.idle();
+    const startMs = performance.now() - t0;
+    const first = (await service.stats()).passMs.slice();
+    const running = (await service.listJobs({ states: ['running'], limit: 100_000 })).length;
+    for (let i = 0; i < 200; i++) {
+      service.schedule();
+      await service.idle();
+    }
+    const steady = (await service.stats()).passMs.slice(first.length);
+    await service.stop();
+    lines.push(`service: scheduling passes, 10,000 jobs queued on 1,000 simulated A100-40GB, policy migpool`);
+    lines.push(`  start (read GPUs, first passes placing ${running} jobs with their re-partitions): ${(startMs / 1000).toFixed(2)} s; first pass ${first[0]?.toFixed(0) ?? '?'} ms`);
+    lines.push(
+      `  then ${steady.length} passes with ${10_000 - running} queued: p50 ${quantile(steady, 0.5).toFixed(1)} ms, p99 ${quantile(steady, 0.99).toFixed(1)} ms, max ${Math.max(...steady).toFixed(1)} ms; target p99 < ${PASS_P99_TARGET_MS} ms: ${quantile(steady, 0.99) < PASS_P99_TARGET_MS ? 'met' : 'NOT met'}`,
+    );
+  } finally {
+    await store.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** The service's memory with 100,000 finished jobs in its history, against an empty one. */
+async function memory(lines: string[]): Promise<void> {
+  const measure = async (history: number): Promise<{ heap: number; rss: number }> => {
+    const dir = mkdtempSync(join(tmpdir(), 'migpool-bench-'));
+    const store = openSqliteStore(join(dir, 'migpool.db'));
+    await store.init();
+    try {
+      const recs = await store.insertJobs(Array.from({ length: history }, (_, i) => spec(i)), Date.now());
+      for (const r of recs) await store.updateJob(r.id, r.version, { state: 'succeeded', attempt: 1, startedAt: r.submittedAt, endedAt: r.submittedAt + 1000, exitCode: 0 });
+      global.gc?.();
+      const before = process.memoryUsage();
+      const service = new PoolServiceImpl({ store, executor: idleExecutor(), gpu: new SimulatedGpuPort(SimulatedMachine.create(parseSimulateSpec('8xA100-SXM4-40GB'), 1, '8xA100-SXM4-40GB')), policy: parsePolicy('migpool'), dataDir: dir, hold: true });
+      await service.start();
+      await service.listJobs({ limit: 100, order: 'desc' });
+      await service.stats();
+      global.gc?.();
+      const after = process.memoryUsage();
+      await service.stop();
+      return { heap: after.heapUsed - before.heapUsed, rss: after.rss };
+    } finally {
+      await store.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  };
+  const empty = await measure(0);
+  const full = await measure(100_000);
+  const mb = (b: number) => (b / 2 ** 20).toFixed(1);
+  lines.push(`service: memory with 100,000 finished jobs in its history: heap growth at start ${mb(full.heap)} MB (process RSS ${mb(full.rss)} MB)`);
+  lines.push(`  compared with an empty history: heap growth ${mb(empty.heap)} MB${global.gc ? '' : ' (run node with --expose-gc for steadier figures)'}`);
+}
+
+/** `npm run bench`'s service figures: API submissions/s, scheduling pass time, memory with history. */
+export async function benchService(): Promise<string[]> {
+  const lines: string[] = [];
+  await submissions(lines);
+  await passes(lines);
+  await memory(lines);
+  return lines;
+}

@@ -1,0 +1,162 @@
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { Command } from 'commander';
+import { badInput } from '../../errors.js';
+import { resolveGpuModel } from '../../mig/catalog/index.js';
+import { predict } from '../../perf/model.js';
+import { resolveWorkload } from '../../perf/workloads.js';
+import type { JobRecord } from '../../store/types.js';
+import { defaultDataDir } from '../../server/files.js';
+import { writeJson, type Io } from '../io.js';
+import { startPool, type RunningPool } from '../pool.js';
+
+interface ServeFlags {
+  dataDir?: string;
+  listen: string;
+  policy: string;
+  simulate?: string;
+  database?: string;
+}
+
+/** Resolves when the process is asked to stop (SIGINT, SIGTERM). */
+function untilSignal(): Promise<string> {
+  return new Promise((resolve) => {
+    const on = (sig: string) => {
+      process.off('SIGINT', on);
+      process.off('SIGTERM', on);
+      resolve(sig);
+    };
+    process.on('SIGINT', on);
+    process.on('SIGTERM', on);
+  });
+}
+
+async function describe(pool: RunningPool): Promise<string> {
+  const gpus = await pool.service.gpus();
+  const byName = new Map<string, number>();
+  for (const g of gpus) byName.set(g.name, (byName.get(g.name) ?? 0) + 1);
+  return [...byName].map(([n, c]) => `${c}x ${n}`).join(', ') || 'no MIG GPU migpool knows';
+}
+
+export function registerServe(program: Command, io: Io): void {
+  program
+    .command('serve')
+    .description('run the GPU pool as a service: persistent queue, live scheduling onto MIG slices, HTTP API, dashboard and /metrics')
+    .option('--data-dir <dir>', 'where the queue, logs and token live (default $MIGPOOL_DATA_DIR or ~/.local/share/migpool)')
+    .option('--listen <host:port>', 'address of the API and dashboard (loopback unless told otherwise)', '127.0.0.1:7070')
+    .option('--policy <name>', 'scheduling policy (as in `migpool simulate`)', 'migpool')
+    .option('--simulate <spec>', 'simulated GPUs instead of nvidia-smi, e.g. 2xA100-SXM4-40GB (kept in the data dir)')
+    .option('--database <url>', 'postgres://user:pass@host/db to keep state in PostgreSQL instead of SQLite in the data dir')
+    .action(async (f: ServeFlags) => {
+      const dataDir = f.dataDir ?? defaultDataDir();
+      const pool = await startPool({ dataDir, listen: f.listen, policy: f.policy, simulate: f.simulate, database: f.database, log: (l) => io.err(`migpool serve: ${l}`) });
+      io.err(`migpool serve: ${await describe(pool)}; policy ${f.policy}; state in ${f.database ? 'PostgreSQL' : join(dataDir, 'migpool.db')}`);
+      io.err(`migpool serve: API and dashboard at ${pool.url}/ (token in ${join(dataDir, 'token')}); Ctrl-C stops the service, jobs keep running`);
+      const sig = await untilSignal();
+      io.err(`migpool serve: ${sig}: stopping (running jobs are left running and re-adopted at the next start)`);
+      await pool.close();
+    });
+}
+
+interface DemoFlags {
+  gpus: string;
+  jobs: string;
+  seconds: string;
+  listen: string;
+  policy: string;
+  exitWhenDone?: boolean;
+  json?: boolean;
+}
+
+/** The study's mix: small, medium and large training jobs in a 6:3:1 ratio, interleaved. */
+export function demoMix(n: number): ('small' | 'medium' | 'large')[] {
+  const pattern: ('small' | 'medium' | 'large')[] = ['small', 'medium', 'small', 'small', 'medium', 'small', 'large', 'small', 'medium', 'small'];
+  return Array.from({ length: n }, (_, i) => pattern[i % pattern.length]!);
+}
+
+export function registerDemo(program: Command, io: Io): void {
+  program
+    .command('demo')
+    .description('try migpool: a service on simulated GPUs in a temporary data dir, fed a mix of small, medium and large training jobs that run as real processes at the speed the model predicts for their slice')
+    .option('--gpus <spec>', 'simulated GPUs', '2xA100-SXM4-40GB')
+    .option('--jobs <n>', 'jobs to submit', '16')
+    .option('--seconds <s>', 'seconds a small job takes alone on a whole GPU (medium 2x, large 3x)', '20')
+    .option('--listen <host:port>', 'address of the dashboard (port 0: any free port)', '127.0.0.1:0')
+    .option('--policy <name>', 'scheduling policy', 'migpool')
+    .option('--exit-when-done', 'stop once every job has ended, and print a summary')
+    .option('--json', 'with --exit-when-done: the summary as JSON')
+    .action(async (f: DemoFlags) => {
+      const count = Number(f.jobs);
+      const seconds = Number(f.seconds);
+      if (!Number.isInteger(count) || count < 1 || count > 1000) throw badInput(`--jobs '${f.jobs}': give a whole number from 1 to 1000`);
+      if (!(seconds > 0) || seconds > 3600) throw badInput(`--seconds '${f.seconds}': give a number of seconds from 1 to 3600`);
+      const dataDir = mkdtempSync(join(tmpdir(), 'migpool-demo-'));
+      const pool = await startPool({ dataDir, listen: f.listen, policy: f.policy, simulate: f.gpus, tickMs: 1000, log: (l) => io.err(`migpool demo: ${l}`) });
+      const t0 = Date.now();
+      const quiet = f.json === true;
+      const say = (line: string) => {
+        if (!quiet) io.err(line);
+      };
+      say(`migpool demo: ${await describe(pool)} (simulated), policy ${f.policy}, data in ${dataDir}`);
+      say(`migpool demo: dashboard ${pool.url}/?token=${pool.token}`);
+      const worker = fileURLToPath(new URL('../../bench/fake-workload.js', import.meta.url));
+      const gpu = resolveGpuModel(f.gpus.replace(/^\d+x/i, '').split(',')[0]!);
+      const factor = { small: 1, medium: 2, large: 3 } as const;
+      const specs = demoMix(count).map((size, i) => {
+        const workload = resolveWorkload(size);
+        const iterMs = predict(workload, { kind: 'full', gpu }).iterationMs ?? 100;
+        const alone = seconds * factor[size];
+        return {
+          name: `${size}-${String(i + 1).padStart(2, '0')}`,
+          command: [process.execPath, worker, '--workload', size, '--iterations', String(Math.max(1, Math.ceil((alone * 1000) / iterMs))), '--report-ms', '1000'],
+          workload: workload.name,
+          resources: { gpus: 1 },
+          priority: size === 'large' ? 'foreground' : 'background',
+          estimatedSeconds: alone,
+        };
+      });
+      await pool.service.submitMany(specs);
+      say(`migpool demo: submitted ${count} jobs (${countBy(demoMix(count))}); watch them in the dashboard, Ctrl-C to stop`);
+      const stopping = untilSignal();
+      let final: JobRecord[];
+      for (;;) {
+        const tick = new Promise<'tick'>((r) => setTimeout(() => r('tick'), 5000).unref());
+        const why = await Promise.race([tick, stopping]);
+        const jobs = await pool.service.listJobs({ limit: 10_000 });
+        const by = (s: string) => jobs.filter((j) => j.state === s).length;
+        const stats = await pool.service.stats();
+        const last = stats.timeline.at(-1);
+        const layouts = (await pool.service.gpus()).map((g) => `GPU${g.index}[${g.migEnabled ? g.instances.map((i) => `${i.profile}${i.job ? '*' : ''}`).join(' ') : g.wholeGpuJobs.length > 0 ? 'whole*' : 'whole'}]`).join(' ');
+        say(
+          `t=${Math.round((Date.now() - t0) / 1000)}s  running ${by('running') + by('starting')}, queued ${by('queued')}, done ${by('succeeded')}, failed ${by('failed')}  ` +
+            `util ${Math.round((last?.utilization ?? 0) * 100)}%  ${layouts}  (* busy)`,
+        );
+        final = jobs;
+        if (why !== 'tick') break;
+        if (f.exitWhenDone && jobs.every((j) => j.state === 'succeeded' || j.state === 'failed' || j.state === 'cancelled')) break;
+      }
+      for (const j of final) if (j.state === 'running' || j.state === 'starting' || j.state === 'queued') await pool.service.cancel(j.id);
+      await pool.service.idle();
+      const stats = await pool.service.stats();
+      await pool.close();
+      const summary = {
+        dataDir,
+        seconds: Math.round((Date.now() - t0) / 1000),
+        jobs: count,
+        succeeded: final.filter((j) => j.state === 'succeeded').length,
+        failed: final.filter((j) => j.state === 'failed').length,
+        reconfigurations: stats.reconfigurations,
+        peakUtilization: Math.max(0, ...stats.timeline.map((s) => s.utilization)),
+      };
+      if (f.json) writeJson(io, summary);
+      else io.out(`migpool demo: ${summary.succeeded}/${count} jobs succeeded in ${summary.seconds} s, ${summary.reconfigurations} re-partitions, peak utilisation ${Math.round(summary.peakUtilization * 100)}%`);
+    });
+}
+
+function countBy(xs: readonly string[]): string {
+  const m = new Map<string, number>();
+  for (const x of xs) m.set(x, (m.get(x) ?? 0) + 1);
+  return [...m].map(([k, v]) => `${v} ${k}`).join(', ');
+}

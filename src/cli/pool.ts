@@ -1,0 +1,123 @@
+import { mkdirSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { FastifyInstance } from 'fastify';
+import { badInput, MigpoolError } from '../errors.js';
+import { PoolServiceImpl } from '../control/service.js';
+import { createLocalExecutor } from '../exec/local-executor.js';
+import { parsePolicy } from '../sched/registry.js';
+import { buildServer } from '../server/app.js';
+import { loadOrCreateToken, removeServerInfo, writeServerInfo, SERVER_INFO_FILE } from '../server/files.js';
+import { openStore } from '../store/open.js';
+import type { Store } from '../store/types.js';
+import { openGpuPort, simulatorStatePath } from './device.js';
+
+/** What `migpool serve` (and `migpool demo`) start with; defaults in brackets. */
+export interface PoolOptions {
+  readonly dataDir: string;
+  /** `HOST:PORT` [127.0.0.1:7070]; port 0 picks a free one. */
+  readonly listen?: string;
+  /** [migpool] */
+  readonly policy?: string;
+  /** Simulated GPUs (`2xA100-SXM4-40GB`), kept in the data dir; absent: real GPUs through nvidia-smi. */
+  readonly simulate?: string;
+  /** `postgres://...`; absent: SQLite in the data dir. */
+  readonly database?: string;
+  readonly tickMs?: number;
+  /** Accept jobs but start none (see ServiceOptions.hold) [false]. */
+  readonly hold?: boolean;
+  readonly log?: (line: string) => void;
+}
+
+/** A running pool: the service, its HTTP server, and how to stop both. */
+export interface RunningPool {
+  readonly service: PoolServiceImpl;
+  readonly app: FastifyInstance;
+  readonly store: Store;
+  readonly url: string;
+  readonly token: string;
+  readonly dataDir: string;
+  close(): Promise<void>;
+}
+
+/** `127.0.0.1:7070` → host and port; a bare port means loopback. */
+export function parseListen(text: string): { host: string; port: number } {
+  const m = /^(?:(\[[0-9a-fA-F:]+\]|[\w.-]+):)?(\d{1,5})$/.exec(text.trim());
+  const port = m ? Number(m[2]) : NaN;
+  if (!m || port > 65535) throw badInput(`--listen '${text}': expected HOST:PORT such as 127.0.0.1:7070 (or a port)`);
+  return { host: (m[1] ?? '127.0.0.1').replace(/^\[|\]$/g, ''), port };
+}
+
+/**
+ * Refuses to start a second service on a data dir whose service is still alive: the pid in
+ * server.json runs and its command line is migpool's (a pid reused since a crash is not).
+ */
+async function checkNotRunning(dataDir: string): Promise<void> {
+  let pid: number | null;
+  try {
+    const info = JSON.parse(await readFile(join(dataDir, SERVER_INFO_FILE), 'utf8')) as { pid?: unknown };
+    pid = typeof info.pid === 'number' ? info.pid : null;
+  } catch {
+    return;
+  }
+  if (pid === null || pid === process.pid) return;
+  let cmdline: string;
+  try {
+    cmdline = await readFile(`/proc/${pid}/cmdline`, 'utf8');
+  } catch {
+    return;
+  }
+  if (!cmdline.includes('migpool')) return;
+  throw badInput(`another migpool service (pid ${pid}) uses ${dataDir}: stop it first, or pass another --data-dir`);
+}
+
+/** Opens the store, the GPUs and the executor, starts the live loop and the HTTP server. */
+export async function startPool(o: PoolOptions): Promise<RunningPool> {
+  const { host, port } = parseListen(o.listen ?? '127.0.0.1:7070');
+  const policy = parsePolicy(o.policy ?? 'migpool');
+  try {
+    mkdirSync(o.dataDir, { recursive: true, mode: 0o700 });
+  } catch (e) {
+    throw badInput(`cannot create --data-dir '${o.dataDir}': ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}; give a writable directory`);
+  }
+  await checkNotRunning(o.dataDir);
+  const gpu = openGpuPort({ simulate: o.simulate, stateDir: o.dataDir }, {});
+  const jobEnv: Record<string, string> = o.simulate ? { MIGPOOL_FAKE_NVIDIA_SMI_STATE: simulatorStatePath({ stateDir: o.dataDir }, {}) } : {};
+  const store = await openStore({ dataDir: o.dataDir, databaseUrl: o.database });
+  const executor = createLocalExecutor();
+  const service = new PoolServiceImpl({ store, executor, gpu, policy, dataDir: o.dataDir, jobEnv, tickMs: o.tickMs, hold: o.hold, log: o.log });
+  let app: FastifyInstance | null = null;
+  try {
+    await service.start();
+    const token = await loadOrCreateToken(o.dataDir);
+    app = await buildServer({ service, token });
+    let address: string;
+    try {
+      address = await app.listen({ host, port });
+    } catch (e) {
+      throw new MigpoolError('RUNTIME', `cannot listen on ${host}:${port}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}; pass another --listen`);
+    }
+    const url = address.replace('://[::1]', '://localhost');
+    await writeServerInfo(o.dataDir, { url, pid: process.pid });
+    const opened = app;
+    return {
+      service,
+      app: opened,
+      store,
+      url,
+      token,
+      dataDir: o.dataDir,
+      async close() {
+        await opened.close();
+        await service.stop();
+        await store.close();
+        await removeServerInfo(o.dataDir);
+      },
+    };
+  } catch (e) {
+    await app?.close().catch(() => undefined);
+    await service.stop().catch(() => undefined);
+    await store.close().catch(() => undefined);
+    throw e;
+  }
+}
