@@ -29,7 +29,7 @@ export const DASHBOARD_HTML = `<!doctype html>
       <div class="legend">
         <span><i class="swatch busy"></i>job</span>
         <span><i class="swatch idle"></i>idle instance</span>
-        <span><i class="swatch free"></i>not partitioned</span>
+        <span><i class="swatch free"></i>free (no instance)</span>
         <span><i class="swatch reconf"></i>reconfiguring</span>
       </div>
     </div>

@@ -121,7 +121,7 @@ export const DASHBOARD_SCRIPT = String.raw`
     return m ? Number(m[1]) : fallback;
   }
   function sliceBlock(kind, grow, top, bottom, jobId, title) {
-    var node = el('div', { className: 'slice ' + kind, title: title, style: { 'flex-grow': String(grow) } },
+    var node = el('div', { className: 'slice ' + kind, title: title, 'data-width': String(grow) },
       [el('span', { className: 'profile', text: top }), el('span', { className: 'job', text: bottom })]);
     if (jobId != null) {
       node.setAttribute('data-job', jobId);
@@ -136,18 +136,23 @@ export const DASHBOARD_SCRIPT = String.raw`
     state.gpus.forEach(function (g) {
       var bar = el('div', { className: 'bar' });
       if (g.migEnabled) {
-        var used = 0;
-        g.instances.slice().sort(function (a, b) { return a.start - b.start; }).forEach(function (inst) {
-          var n = profileSlices(inst.profile, inst.size);
-          used += n;
+        // Blocks in placement order, each as wide as its compute slices; compute slices without an
+        // instance show as "not partitioned" where the placements leave a gap, the rest at the end.
+        var insts = g.instances.slice().sort(function (a, b) { return a.start - b.start; });
+        var left = g.slices - insts.reduce(function (n, inst) { return n + profileSlices(inst.profile, inst.size); }, 0);
+        var freeBlock = function (n) {
+          return sliceBlock('free', n, n + (n === 1 ? ' slice' : ' slices'), 'free', null, n + ' compute slice(s) without a GPU instance');
+        };
+        var cursor = 0;
+        insts.forEach(function (inst) {
+          var gap = Math.min(inst.start - cursor, left);
+          if (gap > 0) { bar.appendChild(freeBlock(gap)); left -= gap; }
+          cursor = Math.max(cursor, inst.start + inst.size);
           var busy = inst.job != null;
-          bar.appendChild(sliceBlock(busy ? 'busy' : 'idle', n, inst.profile, busy ? jobLabel(inst.job) : 'idle', busy ? inst.job : null,
+          bar.appendChild(sliceBlock(busy ? 'busy' : 'idle', profileSlices(inst.profile, inst.size), inst.profile, busy ? jobLabel(inst.job) : 'idle', busy ? inst.job : null,
             inst.profile + ' at placement ' + inst.start + (inst.uuid ? '\n' + inst.uuid : '') + (busy ? '\njob ' + inst.job + ': ' + jobLabel(inst.job) : '\nidle')));
         });
-        if (used < g.slices) {
-          var free = g.slices - used;
-          bar.appendChild(sliceBlock('free', free, free + (free === 1 ? ' slice' : ' slices'), 'not partitioned', null, 'compute slices without a GPU instance'));
-        }
+        if (left > 0) bar.appendChild(freeBlock(left));
       } else if (g.wholeGpuJobs.length) {
         g.wholeGpuJobs.forEach(function (id) {
           bar.appendChild(sliceBlock('busy', 1, g.wholeGpuJobs.length > 1 ? 'whole GPU, shared' : 'whole GPU', jobLabel(id), id, 'job ' + id + ' on the whole GPU'));
@@ -155,6 +160,9 @@ export const DASHBOARD_SCRIPT = String.raw`
       } else {
         bar.appendChild(sliceBlock('idle', 1, 'whole GPU', 'idle', null, 'MIG off, no job'));
       }
+      bar.style.setProperty('grid-template-columns', Array.prototype.map.call(bar.children, function (c) {
+        return 'minmax(0, ' + c.getAttribute('data-width') + 'fr)';
+      }).join(' '));
       var ruler = el('div', { className: 'ruler', title: g.slices + ' compute slices' });
       for (var i = 0; i < g.slices; i++) ruler.appendChild(el('i'));
       var head = el('div', { className: 'gpu-head' }, [
@@ -225,9 +233,9 @@ export const DASHBOARD_SCRIPT = String.raw`
     var t = s.timeline;
     var common = {
       animation: false,
-      grid: { left: 44, right: 44, top: 36, bottom: 28 },
+      grid: { left: 44, right: 48, top: 44, bottom: 50 },
       tooltip: { trigger: 'axis' },
-      xAxis: { type: 'time', axisLabel: { color: '#6b7383' } },
+      xAxis: { type: 'time', splitNumber: 4, axisLabel: { color: '#6b7383', hideOverlap: true } },
     };
     charts.util.setOption(Object.assign({}, common, {
       title: { text: 'Busy compute slices', textStyle: { fontSize: 13, fontWeight: 600 } },
@@ -237,7 +245,7 @@ export const DASHBOARD_SCRIPT = String.raw`
     }), true);
     charts.jobs.setOption(Object.assign({}, common, {
       title: { text: 'Jobs', textStyle: { fontSize: 13, fontWeight: 600 } },
-      legend: { right: 0, top: 0, textStyle: { fontSize: 11 } },
+      legend: { bottom: 0, textStyle: { fontSize: 11 } },
       yAxis: [{ type: 'value', name: 'jobs', minInterval: 1, axisLabel: { color: '#6b7383' } },
         { type: 'value', name: 'per hour', axisLabel: { color: '#6b7383' }, splitLine: { show: false } }],
       series: [

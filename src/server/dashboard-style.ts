@@ -42,8 +42,8 @@ main { padding: 16px 20px 40px; display: flex; flex-direction: column; gap: 16px
 .badge { font-size: 11px; border-radius: 4px; padding: 1px 6px; background: var(--idle); color: var(--muted); white-space: nowrap; }
 .badge.mig { background: #e6efff; color: #2756b8; }
 .badge.reconf { background: #fff0cc; color: #8a5d00; }
-.bar { display: flex; gap: 3px; height: 64px; }
-.slice { flex: 1 1 0; min-width: 0; border-radius: 4px; padding: 5px 7px; display: flex; flex-direction: column; justify-content: space-between; overflow: hidden; color: #fff; cursor: default; }
+.bar { display: grid; grid-auto-flow: column; column-gap: 3px; height: 64px; }
+.slice { min-width: 0; border-radius: 4px; padding: 5px 7px; display: flex; flex-direction: column; justify-content: space-between; overflow: hidden; color: #fff; cursor: default; }
 .slice .profile { font-size: 11px; opacity: .9; white-space: nowrap; }
 .slice .job { font-weight: 600; font-size: 13px; white-space: nowrap; overflow: hidden; text-overflow: ellipsis; }
 .slice.busy { cursor: pointer; }

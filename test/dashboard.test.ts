@@ -1,0 +1,165 @@
+import { existsSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { FastifyInstance } from 'fastify';
+import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildServer } from '../src/server/app.js';
+import { FakePoolService } from './fake-pool-service.js';
+
+/** Debian's chromium (apt-get install chromium); never a downloaded browser. */
+const CHROMIUM = '/usr/bin/chromium';
+const TOKEN = 'f'.repeat(64);
+const haveChromium = existsSync(CHROMIUM);
+if (!haveChromium) console.warn(`test/dashboard.test.ts skipped: ${CHROMIUM} is missing (apt-get install chromium)`);
+
+describe.skipIf(!haveChromium)('dashboard in chromium', () => {
+  let fake: FakePoolService;
+  let app: FastifyInstance;
+  let url: string;
+  let browser: Browser;
+  let context: BrowserContext;
+  const cancelled: string[] = [];
+
+  beforeAll(async () => {
+    fake = new FakePoolService();
+    fake.now = Date.now() - 120_000;
+    fake.addGpu('NVIDIA A100-SXM4-40GB', 7, [
+      ['3g.20gb', 4, 4],
+      ['2g.10gb', 0, 2],
+      ['1g.5gb', 2, 1],
+    ]);
+    fake.addGpu('NVIDIA A100-SXM4-40GB', 7, [], false);
+    const submit = (name: string, resources: object, priority = 'foreground') => fake.submit({ name, command: ['python', 'train.py'], resources, priority });
+    await submit('resnet50-imagenet', { profile: '3g.20gb' });
+    await submit('bert-large', { gpus: 1 });
+    await submit('cifar-small', { profile: '1g.5gb' });
+    await submit('vit-tiny', { profile: '2g.10gb' }, 'background');
+    await submit('gpt2-finetune', { memory: '16GiB' });
+    fake.now = Date.now() - 60_000;
+    fake.startJob('1', 0, 4);
+    fake.startJob('2', 1, null);
+    fake.appendLog('1', 'stdout', 'epoch 1/90 loss 6.91\nepoch 2/90 loss 5.12\n');
+    fake.appendLog('1', 'stderr', 'warning: cudnn benchmark off\n');
+    const realCancel = fake.cancel.bind(fake);
+    fake.cancel = async (id) => {
+      cancelled.push(id);
+      return realCancel(id);
+    };
+    fake.now = Date.now();
+    app = await buildServer({ service: fake, token: TOKEN, processMetrics: false });
+    url = await app.listen({ host: '127.0.0.1', port: 0 });
+    // launch() runs chromium on a fresh temporary profile of its own (and removes it on close).
+    browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      headless: true,
+      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    });
+    context = await browser.newContext({ viewport: { width: 1400, height: 1000 } });
+  }, 60_000);
+
+  afterAll(async () => {
+    await context?.close();
+    await browser?.close();
+    if (app) {
+      app.server.closeAllConnections();
+      await app.close();
+    }
+  });
+
+  async function open(path = '/'): Promise<Page> {
+    const page = await context.newPage();
+    const errors: string[] = [];
+    page.on('pageerror', (e) => errors.push(e.message));
+    page.on('console', (m) => {
+      if (m.type() === 'error') errors.push(m.text());
+    });
+    await page.goto(`${url}${path}`);
+    await page.waitForSelector('body[data-loaded]');
+    expect(errors).toEqual([]);
+    return page;
+  }
+
+  it('draws each GPU as its slices, with profiles and job names, idle ones idle', async () => {
+    const page = await open();
+    const gpu0 = page.locator('.gpu[data-gpu="0"] .slice');
+    expect(await gpu0.evaluateAll((nodes) => nodes.map((n) => [n.className, n.querySelector('.profile')!.textContent, n.querySelector('.job')!.textContent]))).toEqual([
+      ['slice idle', '2g.10gb', 'idle'],
+      ['slice idle', '1g.5gb', 'idle'],
+      ['slice free', '1 slice', 'free'],
+      ['slice busy', '3g.20gb', 'resnet50-imagenet'],
+    ]);
+    // Widths follow the compute slices: 2 : 1 : 1 : 3 (7 on an A100).
+    const widths = await gpu0.evaluateAll((nodes) => nodes.map((n) => n.getBoundingClientRect().width));
+    expect(widths[0]! / widths[1]!).toBeCloseTo(2, 0);
+    expect(widths[2]! / widths[1]!).toBeCloseTo(1, 1);
+    expect(widths[3]! / widths[1]!).toBeCloseTo(3, 0);
+    const whole = page.locator('.gpu[data-gpu="1"] .slice');
+    expect(await whole.count()).toBe(1);
+    expect(await whole.textContent()).toContain('bert-large');
+    expect(await page.locator('.gpu[data-gpu="1"] .badge').first().textContent()).toBe('MIG off');
+    await page.screenshot({ path: join(tmpdir(), 'migpool-dashboard.png'), fullPage: true });
+    await page.close();
+  });
+
+  it('lists the queue and the jobs, and shows charts', async () => {
+    const page = await open();
+    expect(await page.locator('#queue li').evaluateAll((nodes) => nodes.map((n) => n.querySelector('.qname')!.textContent))).toEqual(['cifar-small', 'vit-tiny', 'gpt2-finetune']);
+    expect(await page.locator('#queue-count').textContent()).toBe('3');
+    expect(await page.locator('#jobs tbody tr').count()).toBe(5);
+    expect(await page.locator('#jobs tbody tr[data-job="1"] .state').textContent()).toBe('running');
+    expect(await page.locator('#chart-util canvas').count()).toBeGreaterThan(0);
+    await page.close();
+  });
+
+  it("opens a job's details and its live log on click", async () => {
+    const page = await open();
+    await page.locator('.gpu[data-gpu="0"] .slice.busy').click();
+    await page.waitForSelector('#details:not([hidden])');
+    expect(await page.locator('#d-title').textContent()).toContain('resnet50-imagenet');
+    await expect.poll(() => page.locator('#log').textContent()).toBe('epoch 1/90 loss 6.91\nepoch 2/90 loss 5.12\n');
+    fake.appendLog('1', 'stdout', 'epoch 3/90 loss 4.40\n');
+    await expect.poll(() => page.locator('#log').textContent()).toContain('epoch 3/90');
+    await page.locator('#tab-stderr').click();
+    await expect.poll(() => page.locator('#log').textContent()).toBe('warning: cudnn benchmark off\n');
+    expect(await page.locator('#d-cancel').isDisabled()).toBe(true);
+    expect(await page.locator('#d-note').textContent()).toContain('?token=');
+    await page.screenshot({ path: join(tmpdir(), 'migpool-dashboard-details.png') });
+    await page.close();
+  });
+
+  it('updates from the event stream when a job starts', async () => {
+    const page = await open();
+    await page.waitForSelector('#live[data-state="live"]');
+    fake.startJob('3', 0, 2);
+    await page.waitForSelector('.gpu[data-gpu="0"] .slice.busy[data-job="3"]', { timeout: 5000 });
+    expect(await page.locator('.gpu[data-gpu="0"] .slice[data-job="3"] .job').textContent()).toBe('cifar-small');
+    expect(await page.locator('#queue li .qname').allTextContents()).toEqual(['vit-tiny', 'gpt2-finetune']);
+    expect(await page.locator('#jobs tbody tr[data-job="3"] .state').textContent()).toBe('running');
+    await page.close();
+  });
+
+  it('shows a GPU being reconfigured', async () => {
+    const page = await open();
+    fake.gpuList[0]!.reconfiguring = true;
+    fake.emit('gpu-reconfiguring', null, { gpu: 0 });
+    await page.waitForSelector('.gpu.reconfiguring[data-gpu="0"]');
+    expect(await page.locator('.gpu[data-gpu="0"] .badge.reconf').textContent()).toBe('reconfiguring');
+    await page.screenshot({ path: join(tmpdir(), 'migpool-dashboard-reconfiguring.png') });
+    fake.gpuList[0]!.reconfiguring = false;
+    fake.emit('gpu-reconfigured', null, { gpu: 0 });
+    await page.waitForSelector('.gpu[data-gpu="0"]:not(.reconfiguring)');
+    await page.close();
+  });
+
+  it('cancels a job when opened with ?token=, and drops the token from the address', async () => {
+    const page = await open(`/?token=${TOKEN}`);
+    expect(page.url()).toBe(`${url}/`);
+    await page.locator('#queue li[data-job="5"]').click();
+    await page.waitForSelector('#details:not([hidden])');
+    await page.locator('#d-cancel').click();
+    await expect.poll(() => page.locator('#jobs tbody tr[data-job="5"] .state').textContent()).toBe('cancelled');
+    expect(cancelled).toEqual(['5']);
+    await page.close();
+  });
+});
