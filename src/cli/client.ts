@@ -1,0 +1,141 @@
+import { badInput, MigpoolError } from '../errors.js';
+import { defaultDataDir, readServerInfo, readToken, tokenPath } from '../server/files.js';
+import type { LogChunk } from '../server/service-port.js';
+import type { JobFilter, JobRecord } from '../store/types.js';
+
+/** How a client command finds the service: flags, else environment, else the data dir. */
+export interface ConnectOptions {
+  /** --data-dir: where `migpool serve` keeps `server.json` and `token`. */
+  readonly dataDir?: string;
+  /** --url: the service's base URL (else $MIGPOOL_URL, else `server.json`). */
+  readonly url?: string;
+  /** --token: the bearer token (else $MIGPOOL_TOKEN, else `<dataDir>/token`). */
+  readonly token?: string;
+}
+
+/** Milliseconds a request may take before the client gives up. */
+export const REQUEST_TIMEOUT_MS = 30_000;
+
+interface ErrorAnswer {
+  error?: { code?: string; message?: string; path?: string };
+}
+
+function nonEmpty(v: string | undefined): string | undefined {
+  return v === undefined || v.trim() === '' ? undefined : v.trim();
+}
+
+function checkUrl(url: string, from: string): string {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    throw badInput(`${from} '${url}' is not a URL: give one such as http://127.0.0.1:8470`);
+  }
+  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw badInput(`${from} '${url}' is not an http(s) URL: give one such as http://127.0.0.1:8470`);
+  return url.replace(/\/+$/, '');
+}
+
+/**
+ * A client of the HTTP API of `migpool serve`, for the CLI. Errors are MigpoolError with one-line
+ * messages: an unreachable service is RUNTIME (exit 3); the service's 400, 401 and 404 answers
+ * are BAD_INPUT (exit 2) with its message (and field path); its 5xx answers are RUNTIME.
+ */
+export class ServiceClient {
+  private token: Promise<string> | null = null;
+
+  /**
+   * @param url base URL of the service, e.g. `http://127.0.0.1:8470`
+   * @param tokenSource gives the bearer token; called once, on the first call that needs it
+   * @param tokenWhere where the token came from, for error messages
+   */
+  constructor(
+    readonly url: string,
+    private readonly tokenSource: () => Promise<string>,
+    private readonly tokenWhere = '--token',
+  ) {}
+
+  /** A client for the service that `opts` (flags), `env` and the data dir point at. */
+  static async connect(opts: ConnectOptions, env: NodeJS.ProcessEnv = process.env): Promise<ServiceClient> {
+    const dataDir = nonEmpty(opts.dataDir) ?? defaultDataDir(env);
+    const flagUrl = nonEmpty(opts.url);
+    const envUrl = nonEmpty(env['MIGPOOL_URL']);
+    const url = flagUrl !== undefined ? checkUrl(flagUrl, '--url') : envUrl !== undefined ? checkUrl(envUrl, '$MIGPOOL_URL') : checkUrl((await readServerInfo(dataDir)).url, `${dataDir}/server.json: url`);
+    const flagToken = nonEmpty(opts.token);
+    const envToken = nonEmpty(env['MIGPOOL_TOKEN']);
+    if (flagToken !== undefined) return new ServiceClient(url, async () => flagToken, '--token');
+    if (envToken !== undefined) return new ServiceClient(url, async () => envToken, '$MIGPOOL_TOKEN');
+    return new ServiceClient(url, () => readToken(dataDir), tokenPath(dataDir));
+  }
+
+  /** Queues one job spec (as parsed from JSON or YAML). */
+  submit(spec: unknown): Promise<JobRecord> {
+    return this.request<JobRecord>('POST', '/v1/jobs', spec);
+  }
+
+  async listJobs(filter: JobFilter = {}): Promise<JobRecord[]> {
+    const q = new URLSearchParams();
+    if (filter.states && filter.states.length > 0) q.set('state', filter.states.join(','));
+    if (filter.priority) q.set('priority', filter.priority);
+    if (filter.after !== undefined) q.set('after', filter.after);
+    if (filter.limit !== undefined) q.set('limit', String(filter.limit));
+    if (filter.order) q.set('order', filter.order);
+    const query = q.toString();
+    return (await this.request<{ jobs: JobRecord[] }>('GET', `/v1/jobs${query ? `?${query}` : ''}`)).jobs;
+  }
+
+  getJob(id: string): Promise<JobRecord> {
+    return this.request<JobRecord>('GET', `/v1/jobs/${encodeURIComponent(id)}`);
+  }
+
+  /** Cancels a queued job, or asks a running one to stop. */
+  cancel(id: string): Promise<JobRecord> {
+    return this.request<JobRecord>('POST', `/v1/jobs/${encodeURIComponent(id)}/cancel`);
+  }
+
+  readLog(id: string, stream: 'stdout' | 'stderr', offset: number): Promise<LogChunk> {
+    return this.request<LogChunk>('GET', `/v1/jobs/${encodeURIComponent(id)}/logs?stream=${stream}&offset=${offset}`);
+  }
+
+  private async request<T>(method: 'GET' | 'POST', path: string, body?: unknown): Promise<T> {
+    const headers: Record<string, string> = { accept: 'application/json' };
+    if (method !== 'GET') {
+      this.token ??= this.tokenSource();
+      headers['authorization'] = `Bearer ${await this.token}`;
+    }
+    if (body !== undefined) headers['content-type'] = 'application/json';
+    let res: Response;
+    try {
+      res = await fetch(`${this.url}${path}`, { method, headers, body: body === undefined ? null : JSON.stringify(body), signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS) });
+    } catch (e) {
+      throw this.unreachable(e);
+    }
+    let text: string;
+    try {
+      text = await res.text();
+    } catch (e) {
+      throw this.unreachable(e);
+    }
+    let value: unknown;
+    try {
+      value = JSON.parse(text);
+    } catch {
+      throw new MigpoolError('RUNTIME', `unexpected answer from ${this.url}${path}: HTTP ${res.status}, not JSON: is --url the migpool service?`);
+    }
+    if (res.ok) return value as T;
+    const error = (value as ErrorAnswer).error ?? {};
+    const message = error.message ?? `HTTP ${res.status}`;
+    const details = error.path !== undefined ? { path: error.path, status: res.status } : { status: res.status };
+    if (res.status === 401) {
+      throw badInput(`the migpool service at ${this.url} refused the token from ${this.tokenWhere}: pass --token with the token in the service's data dir, or --data-dir with that directory`, details);
+    }
+    if (res.status >= 400 && res.status < 500) throw badInput(message, details);
+    throw new MigpoolError('RUNTIME', `the migpool service at ${this.url} failed: ${message}`, details);
+  }
+
+  private unreachable(e: unknown): MigpoolError {
+    const err = e as Error & { cause?: { code?: string; message?: string } };
+    if (err.name === 'TimeoutError') return new MigpoolError('RUNTIME', `the migpool service at ${this.url} did not answer within ${REQUEST_TIMEOUT_MS / 1000} s: is it overloaded or stuck?`);
+    const why = err.cause?.message ?? err.cause?.code ?? err.message;
+    return new MigpoolError('RUNTIME', `cannot reach the migpool service at ${this.url}: is \`migpool serve\` running? (${why})`);
+  }
+}

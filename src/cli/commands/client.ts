@@ -1,0 +1,223 @@
+import { readFile } from 'node:fs/promises';
+import type { Command } from 'commander';
+import YAML from 'yaml';
+import { parseJobSpec } from '../../control/job-spec.js';
+import { badInput, MigpoolError } from '../../errors.js';
+import { FINAL_STATES, JOB_STATES, type JobPlacement, type JobRecord, type JobState } from '../../store/types.js';
+import { ServiceClient, type ConnectOptions } from '../client.js';
+import { writeJson, type Io } from '../io.js';
+import { renderTable } from '../table.js';
+
+/** Adds --data-dir, --url and --token to a command that talks to `migpool serve`. */
+export function withServiceOptions(cmd: Command): Command {
+  return cmd
+    .option('--data-dir <dir>', 'the data dir of `migpool serve`, for its address and token (default $MIGPOOL_DATA_DIR or ~/.local/share/migpool)')
+    .option('--url <url>', 'the service URL (default $MIGPOOL_URL, else server.json in the data dir)')
+    .option('--token <token>', 'the bearer token for submit and cancel (default $MIGPOOL_TOKEN, else the token file in the data dir)');
+}
+
+/** One job spec read from a file, with where it came from for messages. */
+export interface SpecFromFile {
+  readonly where: string;
+  readonly spec: unknown;
+}
+
+/**
+ * Reads job specs from a YAML or JSON file: a file may hold one spec, a list of specs, or (YAML)
+ * several documents. Errors name the file (and line, column for syntax errors); each spec is
+ * checked with the job spec schema so that nothing is submitted when one of them is wrong.
+ */
+export async function readSpecFile(file: string): Promise<SpecFromFile[]> {
+  let text: string;
+  try {
+    text = await readFile(file, 'utf8');
+  } catch (e) {
+    throw badInput(`cannot read '${file}': ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}; give a YAML or JSON job spec file`);
+  }
+  const values: unknown[] = [];
+  if (/\.json$/i.test(file)) {
+    try {
+      values.push(JSON.parse(text));
+    } catch (e) {
+      throw badInput(`${file}: not valid JSON (${(e as Error).message}); fix it, or write the spec as YAML`);
+    }
+  } else {
+    for (const doc of YAML.parseAllDocuments(text)) {
+      const problem = 'errors' in doc ? doc.errors[0] : undefined;
+      if (problem) {
+        const pos = problem.linePos?.[0];
+        throw badInput(`${file}${pos ? `:${pos.line}:${pos.col}` : ''}: not valid YAML: ${problem.message.split('\n')[0]}`);
+      }
+      const value: unknown = doc.toJS();
+      if (value !== null && value !== undefined) values.push(value);
+    }
+  }
+  const specs = values.flatMap((v) => (Array.isArray(v) ? (v as unknown[]) : [v]));
+  if (specs.length === 0) throw badInput(`${file}: no job spec in the file: write one as a mapping with name, command and resources`);
+  const many = specs.length > 1;
+  return specs.map((spec, k) => {
+    const where = many ? `${file}: job ${k + 1}` : file;
+    parseJobSpec(spec, where);
+    return { where, spec };
+  });
+}
+
+/** `12s`, `5m`, `3h`, `2d` since `then`; `-` when null. */
+export function ageText(then: number | null, now: number): string {
+  if (then === null) return '-';
+  const s = Math.max(0, Math.round((now - then) / 1000));
+  if (s < 60) return `${s}s ago`;
+  if (s < 3600) return `${Math.floor(s / 60)}m ago`;
+  if (s < 172_800) return `${Math.floor(s / 3600)}h ago`;
+  return `${Math.floor(s / 86_400)}d ago`;
+}
+
+/** `gpu 0 3g.20gb@4`, `gpu 0,1`, `gpu 2 (mps)`; `-` when none. */
+export function placementText(p: JobPlacement | null): string {
+  if (p === null) return '-';
+  if (p.kind === 'instance') return `gpu ${p.gpu} ${p.profile}@${p.start}`;
+  return `gpu ${p.gpus.join(',')}${p.sharing === 'exclusive' ? '' : ` (${p.sharing})`}`;
+}
+
+function parseStates(value: string | undefined): JobState[] | undefined {
+  if (value === undefined) return undefined;
+  const states = value
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s !== '');
+  for (const s of states) if (!(JOB_STATES as readonly string[]).includes(s)) throw badInput(`--state '${s}' is not a job state: use one or more of ${JOB_STATES.join(', ')}, separated by commas`);
+  return states.length > 0 ? (states as JobState[]) : undefined;
+}
+
+function positive(value: string, flag: string, integer: boolean): number {
+  const n = Number(value);
+  if (!Number.isFinite(n) || n <= 0 || (integer && !Number.isInteger(n))) throw badInput(`${flag} '${value}' is not a positive ${integer ? 'whole number' : 'number'}`);
+  return n;
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+interface JobsOptions extends ConnectOptions {
+  state?: string;
+  priority?: string;
+  limit: string;
+  json?: boolean;
+}
+
+interface LogsOptions extends ConnectOptions {
+  stderr?: boolean;
+  follow?: boolean;
+  interval: string;
+  json?: boolean;
+}
+
+/** The client commands of `migpool serve`: submit, jobs, logs, cancel. */
+export function registerClient(program: Command, io: Io): void {
+  withServiceOptions(program.command('submit').description('queue training jobs on `migpool serve` from YAML or JSON files').argument('<file...>', 'job spec files (each holds one spec or a list)'))
+    .option('--json', 'print the queued jobs as JSON')
+    .action(async (files: string[], opts: ConnectOptions & { json?: boolean }) => {
+      const specs = (await Promise.all(files.map(readSpecFile))).flat();
+      const client = await ServiceClient.connect(opts);
+      const queued: JobRecord[] = [];
+      for (const { where, spec } of specs) {
+        try {
+          queued.push(await client.submit(spec));
+        } catch (e) {
+          if (!(e instanceof MigpoolError)) throw e;
+          const done = queued.length > 0 ? ` (already queued: ${queued.map((j) => j.id).join(', ')})` : '';
+          const message = e.code === 'BAD_INPUT' && e.details['status'] === 400 ? `${where}: ${e.message.replace(/^job spec: /, '')}` : e.message;
+          throw new MigpoolError(e.code, `${message}${done}`, e.details);
+        }
+      }
+      if (opts.json) return writeJson(io, { jobs: queued });
+      io.out(queued.map((j) => j.id).join('\n'));
+    });
+
+  withServiceOptions(program.command('jobs').description('list the jobs of `migpool serve`, oldest first'))
+    .option('--state <states>', `only jobs in these states (comma-separated: ${JOB_STATES.join(', ')})`)
+    .option('--priority <priority>', 'only foreground or background jobs')
+    .option('--limit <n>', 'show the latest N jobs', '50')
+    .option('--json', 'print JSON')
+    .action(async (opts: JobsOptions) => {
+      const states = parseStates(opts.state);
+      if (opts.priority !== undefined && opts.priority !== 'foreground' && opts.priority !== 'background') throw badInput(`--priority '${opts.priority}' is not foreground or background`);
+      const limit = positive(opts.limit, '--limit', true);
+      const client = await ServiceClient.connect(opts);
+      const jobs = (
+        await client.listJobs({
+          ...(states ? { states } : {}),
+          ...(opts.priority ? { priority: opts.priority as 'foreground' | 'background' } : {}),
+          limit,
+          order: 'desc',
+        })
+      ).reverse();
+      if (opts.json) return writeJson(io, { jobs });
+      if (jobs.length === 0) return io.out('no jobs');
+      const now = Date.now();
+      io.out(
+        renderTable(
+          ['ID', 'NAME', 'STATE', 'PRIORITY', 'PLACEMENT', 'ATTEMPT', 'SUBMITTED', 'STARTED', 'ENDED', 'EXIT'],
+          jobs.map((j) => [
+            j.id,
+            j.spec.name,
+            j.cancelRequested && !FINAL_STATES.includes(j.state) ? `${j.state} (stopping)` : j.state,
+            j.spec.priority,
+            placementText(j.placement),
+            String(j.attempt),
+            ageText(j.submittedAt, now),
+            ageText(j.startedAt, now),
+            ageText(j.endedAt, now),
+            j.exitCode === null ? '-' : String(j.exitCode),
+          ]),
+        ),
+      );
+    });
+
+  withServiceOptions(program.command('logs').description("print a job's log (stdout, or stderr with --stderr)").argument('<id>', 'job id'))
+    .option('--stderr', 'the standard error log instead of standard output')
+    .option('-f, --follow', 'keep printing until the job has ended and its log is read')
+    .option('--interval <seconds>', 'seconds between polls with --follow', '1')
+    .option('--json', 'print {id, stream, text, nextOffset, done} once read')
+    .action(async (id: string, opts: LogsOptions) => {
+      const intervalMs = positive(opts.interval, '--interval', false) * 1000;
+      const stream = opts.stderr ? 'stderr' : 'stdout';
+      const client = await ServiceClient.connect(opts);
+      let offset = 0;
+      let pending = '';
+      let all = '';
+      let done: boolean;
+      for (;;) {
+        const chunk = await client.readLog(id, stream, offset);
+        offset = chunk.nextOffset;
+        done = chunk.done;
+        if (opts.json) all += chunk.text;
+        else {
+          // io.out ends what it prints with a newline: print whole lines, keep the rest for later.
+          pending += chunk.text;
+          const end = pending.lastIndexOf('\n');
+          if (end >= 0) {
+            io.out(pending.slice(0, end + 1));
+            pending = pending.slice(end + 1);
+          }
+        }
+        if (done) break;
+        if (chunk.text !== '') continue;
+        if (!opts.follow) break;
+        await sleep(intervalMs);
+      }
+      if (opts.json) return writeJson(io, { id, stream, text: all, nextOffset: offset, done });
+      if (pending !== '') io.out(pending);
+    });
+
+  withServiceOptions(program.command('cancel').description('cancel a queued job, or stop a running one').argument('<id>', 'job id'))
+    .option('--json', 'print the job as JSON')
+    .action(async (id: string, opts: ConnectOptions & { json?: boolean }) => {
+      const client = await ServiceClient.connect(opts);
+      const job = await client.cancel(id);
+      if (opts.json) return writeJson(io, job);
+      const label = `job ${job.id} (${job.spec.name})`;
+      if (job.state === 'cancelled') io.out(`cancelled ${label}`);
+      else if (FINAL_STATES.includes(job.state)) io.out(`${label} had already ended: ${job.state}`);
+      else io.out(`asked ${label} to stop: it is ${job.state}`);
+    });
+}
