@@ -1,4 +1,6 @@
 import { badInput } from '../errors.js';
+import { deeppoolPolicy } from './policies/deeppool.js';
+import { dpPolicy } from './policies/dp.js';
 import { exclusivePolicy } from './policies/exclusive.js';
 import { migpoolPolicy } from './policies/migpool.js';
 import { misoPolicy } from './policies/miso.js';
@@ -7,15 +9,16 @@ import { staticPolicy } from './policies/static.js';
 import type { Policy } from './types.js';
 
 /** The policy names `parsePolicy` accepts, for help texts. */
-export const POLICY_NAMES: readonly string[] = ['exclusive', 'timeslice:N', 'mps:N', 'static:LAYOUT', 'miso', 'migpool'];
+export const POLICY_NAMES: readonly string[] = ['exclusive', 'timeslice:N', 'mps:N', 'static:LAYOUT', 'miso', 'migpool', 'dp', 'deeppool'];
 
 const VALID = `valid policies: ${POLICY_NAMES.join(', ')} (N: 1 to ${MAX_SHARERS} jobs per GPU; LAYOUT: e.g. 7x1g.5gb or 3g.20gb+2g.10gb+1g.5gb+1g.5gb)`;
 
 /**
  * The policy a name stands for: `exclusive`, `timeslice:N`, `mps:N` (N jobs per GPU at most),
- * `static:LAYOUT`, `miso`, `migpool` (case-insensitive keywords). The policy's `name` is the text
- * as given (trimmed), so that reports show what the user wrote. Unknown names and bad arguments
- * are BAD_INPUT errors listing the valid names.
+ * `static:LAYOUT`, `miso`, `migpool`, `dp`, `deeppool` (case-insensitive keywords; the last two
+ * schedule strong-scaled foreground jobs data-parallel or burst-parallel, see policies/dp.ts).
+ * The policy's `name` is the text as given (trimmed), so that reports show what the user wrote.
+ * Unknown names and bad arguments are BAD_INPUT errors listing the valid names.
  */
 export function parsePolicy(text: string): Policy {
   const name = text.trim();
@@ -29,6 +32,10 @@ export function parsePolicy(text: string): Policy {
     case 'migpool':
       if (arg !== null) throw badInput(`policy '${name}': ${head} takes no argument; ${VALID}`);
       return named(head === 'exclusive' ? exclusivePolicy() : head === 'miso' ? misoPolicy() : migpoolPolicy());
+    case 'dp':
+    case 'deeppool':
+      if (arg !== null) throw badInput(`policy '${name}': ${head} takes no argument; ${VALID}`);
+      return named(head === 'dp' ? dpPolicy() : deeppoolPolicy());
     case 'timeslice':
     case 'mps': {
       const n = arg === null || !/^\d+$/.test(arg) ? NaN : Number(arg);

@@ -25,6 +25,40 @@ export interface JobSpec {
   readonly memoryGiB: number | null;
   /** A MIG profile the user asked for (`1g.5gb`), or null to let the policy choose. */
   readonly profile: string | null;
+  /**
+   * Opt-in: how the job scales over whole GPUs at a fixed global batch (strong scaling). Only the
+   * simulator reads it, and only when it is given a ScalingModel; without either, a job on N
+   * whole GPUs runs at speed 1 as before.
+   */
+  readonly strongScaling?: StrongScaling;
+}
+
+/** A strong-scaled job: a model the scaling model knows (`vgg16`, `wrn101-2`, ...) and its global batch. */
+export interface StrongScaling {
+  readonly model: string;
+  readonly globalBatch: number;
+}
+
+/** How a strong-scaled job runs on its whole GPUs. */
+export type Parallelism = 'data-parallel' | 'burst';
+
+/** What a scaling model says of a strong-scaled job on N whole GPUs (see src/burst/scaling.ts). */
+export interface ScaledRun {
+  /** Full-GPU seconds of work per second with no background job beside it. */
+  readonly soloSpeed: number;
+  /** Full-GPU seconds of work per second with background jobs filling its idle GPU time. */
+  readonly sharedSpeed: number;
+  /**
+   * Speed of a background job (as a share of its speed alone on a whole GPU) on the job's GPU of
+   * rank `rank` (its position in the start decision's `gpus`), 0 where the job leaves no idle time.
+   */
+  backgroundShare(rank: number): number;
+}
+
+/** Strong scaling of jobs that carry a `strongScaling` description. */
+export interface ScalingModel {
+  /** @throws MigpoolError BAD_INPUT for a model it does not know or a batch smaller than `gpus` */
+  run(job: JobSpec, gpus: number, parallelism: Parallelism): ScaledRun;
 }
 
 /** One MIG instance on a GPU: identified by the GPU and its placement start. */
@@ -58,6 +92,8 @@ export interface RunningJobView {
   /** Where it runs: an instance, or whole GPUs. */
   readonly placement: { readonly kind: 'instance'; readonly gpu: number; readonly start: number } | { readonly kind: 'gpus'; readonly gpus: readonly number[] };
   readonly started: number;
+  /** How a strong-scaled job runs (set by the simulator when it has a scaling model; else absent). */
+  readonly parallelism?: Parallelism;
   /** Work (full-GPU seconds) done so far. */
   readonly done: number;
   /** Current speed, full-GPU seconds of work per second. */
@@ -81,7 +117,23 @@ export type Decision =
    * Start a queued job on whole GPUs with MIG off: alone (`exclusive`), or sharing each with
    * other jobs by time-slicing or MPS.
    */
-  | { readonly kind: 'start-on-gpus'; readonly job: string; readonly gpus: readonly number[]; readonly sharing: 'exclusive' | 'timeslice' | 'mps' }
+  | {
+      readonly kind: 'start-on-gpus';
+      readonly job: string;
+      readonly gpus: readonly number[];
+      readonly sharing: 'exclusive' | 'timeslice' | 'mps';
+      /**
+       * Opt-in, simulator only (needs a ScalingModel): run a job with `strongScaling` exclusively
+       * on its GPUs with a burst-parallel plan (`burst`, whose idle GPU time background jobs may
+       * fill) instead of data-parallel (the default for such jobs).
+       */
+      readonly parallelism?: Parallelism;
+      /**
+       * Opt-in, simulator only: start a single-GPU job in the idle time of the burst-parallel job
+       * that holds `gpus[0]` (sharing 'mps': beside it, at low priority). One such job per GPU.
+       */
+      readonly fill?: boolean;
+    }
   /**
    * Re-partition a GPU: MIG on with exactly `layout` (instances already there with the same
    * profile and start are kept, with their jobs), or MIG off (`layout` null). Only idle instances
@@ -101,6 +153,8 @@ export interface PolicyContext {
   readonly fits: (job: JobSpec, on: SpeedQuery) => boolean;
   /** Seconds a re-partition takes. */
   readonly reconfigureSeconds: number;
+  /** Strong scaling of jobs with `strongScaling` (the simulator's, when it was given one). */
+  readonly scaling?: ScalingModel;
 }
 
 /** A resource to ask about. */

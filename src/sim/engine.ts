@@ -5,7 +5,7 @@ import type { GiProfile, GpuModel } from '../mig/types.js';
 import { predict } from '../perf/model.js';
 import type { Resource, Workload } from '../perf/types.js';
 import type { ClusterIndex, IndexedClusterView } from '../sched/policies/common.js';
-import type { Decision, GpuView, InstanceView, JobSpec, PolicyContext, Priority, RunningJobView, SpeedQuery } from '../sched/types.js';
+import type { Decision, GpuView, InstanceView, JobSpec, Parallelism, PolicyContext, Priority, RunningJobView, ScaledRun, SpeedQuery } from '../sched/types.js';
 import { createRandom } from './random.js';
 import type { SimMetrics, SimulationInput, SimulationResult } from './types.js';
 
@@ -54,6 +54,9 @@ class Gpu implements GpuView {
   busyInstances = 0;
   /** Key of the whole-GPU index set it is in, or null. */
   wholeKey: string | null = null;
+  /** The burst-parallel job holding it (strong scaling), and this GPU's rank in that job's GPUs. */
+  burst: Running | null = null;
+  burstRank = -1;
   constructor(
     readonly id: number,
     readonly model: GpuModel,
@@ -80,6 +83,13 @@ class Job {
 }
 
 class Running implements RunningJobView {
+  /** Strong scaling (only with a scaling model): how it runs, and what the model says of that. */
+  parallelism?: Parallelism;
+  scaled: ScaledRun | null = null;
+  /** For a burst-parallel job: background jobs filling its GPUs' idle time. */
+  fills = 0;
+  /** For a job filling a burst-parallel job's idle time: that job. */
+  fillOf: Running | null = null;
   constructor(
     readonly job: Job,
     readonly placement: RunningJobView['placement'],
@@ -222,6 +232,14 @@ function percentile(sorted: readonly number[], p: number): number {
  *   depends on how many jobs share it, and changes for all of them when one comes or goes.
  *   Multi-GPU jobs run on whole GPUs at speed 1 (no scaling model), or at the slowest of their
  *   GPUs' shared speeds when they share.
+ * - Strong scaling, opt-in (`input.scaling` and a job's `strongScaling`): such a job started
+ *   exclusively runs at the scaling model's speed, data-parallel unless the decision says
+ *   `parallelism: 'burst'`. A burst-parallel job's GPUs take no other decision than a `fill`: one
+ *   single-GPU job per GPU, sharing 'mps', running at that GPU's background share; while any fill
+ *   runs beside it, the burst job runs at its shared (gated) speed. When the burst job leaves, a
+ *   job filling a GPU keeps it alone at speed 1. Timeslice/MPS starts ignore `strongScaling`.
+ * - `input.untilSeconds` (opt-in) stops the clock there; `workDone` counts the work done by the
+ *   end, partial work included.
  * - A re-partition makes the instances it creates (or the whole GPU, when MIG is turned on or off)
  *   unusable for `reconfigureSeconds` (DEFAULT_RECONFIGURE_SECONDS) and counts once; instances it
  *   keeps (same profile and start) keep their jobs. A GPU cannot be re-partitioned again before the
@@ -344,9 +362,11 @@ export function simulate(input: SimulationInput): SimulationResult {
     }
     return p;
   };
+  const scaling = input.scaling;
   const ctx: PolicyContext = {
     random,
     reconfigureSeconds,
+    ...(scaling ? { scaling } : {}),
     speedOn: (job: JobSpec, on: SpeedQuery): number => {
       if (on.kind === 'whole') return 1;
       if (on.kind === 'instance') return speeds.relative(job.workload, on.model, 'mig', on.profile);
@@ -425,12 +445,27 @@ export function simulate(input: SimulationInput): SimulationResult {
     return s;
   };
 
+  /**
+   * Speed of a running whole-GPU job: a strong-scaled job's from the scaling model (burst-parallel:
+   * slower while background jobs fill its idle time), a filling job's from its GPU's idle share,
+   * any other job's from the sharing on its GPUs.
+   */
+  const speedOf = (r: Running): number => {
+    if (r.fillOf) {
+      const host = r.fillOf;
+      const g = r.gpus[0] as Gpu;
+      return (host.scaled as ScaledRun).backgroundShare(g.burstRank);
+    }
+    if (r.scaled) return r.parallelism === 'burst' && r.fills > 0 ? r.scaled.sharedSpeed : r.scaled.soloSpeed;
+    return wholeSpeed(r.job, r.gpus);
+  };
+
   /** Recomputes the speed and slice share of every job on a shared GPU after its sharers changed. */
   const reshare = (g: Gpu, except: Job | null): void => {
     for (const id of g.wholeGpuJobs) {
       const r = running.get(id);
       if (!r || r.job === except) continue;
-      setSpeed(r.job, wholeSpeed(r.job, r.gpus));
+      setSpeed(r.job, speedOf(r));
       let slices = 0;
       for (const h of r.gpus) slices += h.model.computeSlices / h.wholeGpuJobs.length;
       setSlices(r, slices);
@@ -521,11 +556,24 @@ export function simulate(input: SimulationInput): SimulationResult {
     if (new Set(d.gpus).size !== d.gpus.length) throw bug(policyName, clock.now, `${what}: a GPU is named twice`);
     if (d.sharing !== 'exclusive' && d.sharing !== 'timeslice' && d.sharing !== 'mps') throw bug(policyName, clock.now, `${what}: unknown sharing '${String(d.sharing)}'`);
     const on = d.gpus.map((id) => gpuAt(id, what));
+    // Strong scaling (opt-in): a burst-parallel start, a fill of its idle time, or data-parallel.
+    const fill = d.fill === true;
+    if ((fill || d.parallelism !== undefined) && !scaling) throw bug(policyName, clock.now, `${what}: ${fill ? 'fill' : `parallelism '${d.parallelism}'`} needs a scaling model (SimulationInput.scaling)`);
+    if (d.parallelism !== undefined && d.parallelism !== 'data-parallel' && d.parallelism !== 'burst') throw bug(policyName, clock.now, `${what}: unknown parallelism '${String(d.parallelism)}'`);
+    if (d.parallelism !== undefined && (!job.spec.strongScaling || d.sharing !== 'exclusive' || fill)) throw bug(policyName, clock.now, `${what}: parallelism is for jobs with strongScaling started exclusively`);
+    const host = fill ? (on[0] as Gpu).burst : null;
+    if (fill) {
+      const g = on[0] as Gpu;
+      if (on.length !== 1 || d.sharing !== 'mps') throw bug(policyName, clock.now, `${what}: a fill takes one GPU, shared 'mps'`);
+      if (!host || g.wholeGpuJobs.length !== 1) throw bug(policyName, clock.now, `${what}: GPU ${g.id} ${host ? `already has a job filling it (${g.wholeGpuJobs.join(', ')})` : 'runs no burst-parallel job'}`);
+      if (!((host.scaled as ScaledRun).backgroundShare(g.burstRank) > 0)) throw bug(policyName, clock.now, `${what}: job '${host.spec.id}' leaves GPU ${g.id} no idle time`);
+    }
     for (const g of on) {
       if (g.migEnabled) throw bug(policyName, clock.now, `${what}: GPU ${g.id} has MIG on`);
       if (reconfiguring.has(g)) throw bug(policyName, clock.now, `${what}: GPU ${g.id} is being re-partitioned until t=${g.busyUntil}s`);
       const n = g.wholeGpuJobs.length;
-      if (n > 0 && (d.sharing === 'exclusive' || g.sharing !== d.sharing)) {
+      if (!fill && g.burst) throw bug(policyName, clock.now, `${what}: GPU ${g.id} runs burst-parallel job '${g.burst.spec.id}': only a fill may join it`);
+      if (!fill && n > 0 && (d.sharing === 'exclusive' || g.sharing !== d.sharing)) {
         throw bug(policyName, clock.now, `${what}: GPU ${g.id} already runs ${g.wholeGpuJobs.join(', ')} (${g.sharing})`);
       }
       let mem = job.memory ?? 0;
@@ -542,13 +590,27 @@ export function simulate(input: SimulationInput): SimulationResult {
       reindexGpu(g);
     }
     const r = new Running(job, { kind: 'gpus', gpus: [...d.gpus] }, clock.now, clock, 0, null, on);
+    if (scaling && job.spec.strongScaling && d.sharing === 'exclusive') {
+      r.parallelism = d.parallelism ?? 'data-parallel';
+      r.scaled = scaling.run(job.spec, on.length, r.parallelism);
+      if (r.parallelism === 'burst') {
+        on.forEach((g, rank) => {
+          g.burst = r;
+          g.burstRank = rank;
+        });
+      }
+    }
+    if (host) {
+      r.fillOf = host;
+      host.fills++;
+    }
     job.running = r;
     running.set(job.spec.id, r);
     job.speed = 0;
     let slices = 0;
     for (const g of on) slices += g.model.computeSlices / g.wholeGpuJobs.length;
     setSlices(r, slices);
-    setSpeed(job, wholeSpeed(job, on));
+    setSpeed(job, speedOf(r));
     for (const g of shared) reshare(g, job);
   };
 
@@ -576,9 +638,25 @@ export function simulate(input: SimulationInput): SimulationResult {
       }
       return;
     }
+    const filled = r.fillOf;
+    if (filled) {
+      filled.fills--;
+      r.fillOf = null;
+    }
+    const burst = r.parallelism === 'burst';
     for (const g of r.gpus) {
       const k = g.wholeGpuJobs.indexOf(job.spec.id);
       g.wholeGpuJobs.splice(k, 1);
+      if (burst) {
+        // A job that filled this GPU's idle time keeps the GPU, alone.
+        g.burst = null;
+        g.burstRank = -1;
+        for (const id of g.wholeGpuJobs) {
+          const f = running.get(id);
+          if (f) f.fillOf = null;
+        }
+      }
+      if ((filled || burst) && g.wholeGpuJobs.length === 1) g.sharing = 'exclusive';
       if (g.wholeGpuJobs.length === 0) {
         busySlices -= g.model.computeSlices;
         g.sharing = 'exclusive';
@@ -685,6 +763,9 @@ export function simulate(input: SimulationInput): SimulationResult {
 
   // ---- main loop
   const total = jobs.length;
+  const until = input.untilSeconds;
+  if (until !== undefined && !Number.isFinite(until)) throw new MigpoolError('BAD_INPUT', `untilSeconds must be a number of seconds, got ${until}`);
+  let stoppedAt: number | null = null;
   let nextArrival = 0;
   const progressStep = Math.max(1, Math.floor(total / 100));
   let nextProgress = progressStep;
@@ -694,6 +775,10 @@ export function simulate(input: SimulationInput): SimulationResult {
     const arrival = jobs[nextArrival];
     const t = first ? startTime : Math.min(top ? top.t : Number.POSITIVE_INFINITY, arrival ? arrival.spec.arrival : Number.POSITIVE_INFINITY);
     if (t === Number.POSITIVE_INFINITY) break;
+    if (until !== undefined && t > until) {
+      stoppedAt = Math.max(until, startTime);
+      break;
+    }
     advance(t);
     let changed = first;
     first = false;
@@ -736,7 +821,7 @@ export function simulate(input: SimulationInput): SimulationResult {
   input.onProgress?.(total === 0 ? 1 : completed / total);
 
   // ---- results
-  const end = Math.max(lastCompletion, startTime);
+  const end = stoppedAt ?? Math.max(lastCompletion, startTime);
   if (end > lastT) advance(end);
   if (lastT > nextSample - sampleEvery) {
     const span = lastT - (nextSample - sampleEvery);
@@ -780,5 +865,10 @@ export function simulate(input: SimulationInput): SimulationResult {
   };
   const jcts: number[] = [];
   for (const j of byInputIndex) if (j.status === 'done') jcts.push(j.finished - j.spec.arrival);
-  return { policy: policyName, metrics: { ...metrics, makespanSeconds: makespan, throughputJobsPerHour: makespan > 0 ? (completed * 3600) / makespan : 0 }, byPriority, jcts, timeline, events };
+  const workDone: Record<Priority, number> = { foreground: 0, background: 0 };
+  for (const j of jobs) {
+    const w = j.status === 'done' ? j.spec.work : j.status === 'running' ? Math.min(j.spec.work, j.base + j.speed * (end - j.since)) : j.base;
+    workDone[j.spec.priority] += w;
+  }
+  return { policy: policyName, metrics: { ...metrics, makespanSeconds: makespan, throughputJobsPerHour: makespan > 0 ? (completed * 3600) / makespan : 0 }, byPriority, jcts, timeline, events, workDone };
 }

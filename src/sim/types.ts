@@ -1,5 +1,5 @@
 import type { GpuModel } from '../mig/types.js';
-import type { JobSpec, Policy, Priority } from '../sched/types.js';
+import type { JobSpec, Policy, Priority, ScalingModel } from '../sched/types.js';
 
 /** A fleet: GPUs by model, e.g. parsed from `2048xA100-SXM4-40GB` or `64xA100-40GB,16xH100-80GB`. */
 export interface Fleet {
@@ -21,6 +21,13 @@ export interface SimulationInput {
   readonly sampleEverySeconds?: number;
   /** Called now and then with the share of jobs finished (0..1), for a progress bar. */
   readonly onProgress?: (fraction: number) => void;
+  /**
+   * Opt-in: strong scaling of jobs with `strongScaling` (e.g. src/burst's createScalingModel).
+   * Handed to the policy as `ctx.scaling`; see engine.ts for what it changes.
+   */
+  readonly scaling?: ScalingModel;
+  /** Opt-in: stop the clock at this time (seconds) even if jobs remain; default: run until all are done. */
+  readonly untilSeconds?: number;
 }
 
 /** Metrics of one run (or of one priority class within it). */
@@ -50,4 +57,9 @@ export interface SimulationResult {
   readonly timeline: readonly { readonly t: number; readonly utilization: number; readonly queueLength: number }[];
   /** Events processed, for speed figures. */
   readonly events: number;
+  /**
+   * Work done (full-GPU seconds) per priority by the end of the run, partial work of unfinished
+   * jobs included: divided by the makespan, the cluster's throughput in whole GPUs' worth.
+   */
+  readonly workDone?: Readonly<Record<Priority, number>>;
 }
