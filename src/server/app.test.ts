@@ -1,3 +1,4 @@
+import { Writable } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { FakePoolService } from '../../test/fake-pool-service.js';
@@ -293,6 +294,23 @@ describe('GET /metrics', () => {
     expect(calls).toBe(1);
     await app.inject('/metrics');
     expect(calls).toBe(2);
+  });
+});
+
+describe('logging', () => {
+  it('keeps ?token= out of the request log', async () => {
+    let logged = '';
+    const stream = new Writable({
+      write(chunk: Buffer, _encoding, done) {
+        logged += chunk.toString();
+        done();
+      },
+    });
+    const logging = await buildServer({ service: fake, token: TOKEN, processMetrics: false, logger: { level: 'info', stream } });
+    expect((await logging.inject(`/?token=${TOKEN}&x=1`)).statusCode).toBe(200);
+    await logging.close();
+    expect(logged).toContain('"url":"/?token=[redacted]&x=1"');
+    expect(logged).not.toContain(TOKEN);
   });
 });
 
