@@ -11,6 +11,7 @@ import { registerSimulate } from './commands/simulate.js';
 import { registerWorkloads } from './commands/workloads.js';
 import { registerStatus } from './commands/status.js';
 import { registerDemo, registerServe } from './commands/serve.js';
+import { registerClient } from './commands/client.js';
 import { processIo, type Io } from './io.js';
 
 /** Builds the `migpool` command tree. */
@@ -35,6 +36,7 @@ export function buildProgram(io: Io): Command {
   registerSimulate(program, io);
   registerServe(program, io);
   registerDemo(program, io);
+  registerClient(program, io);
   const all = (cmds: readonly Command[]): Command[] => cmds.flatMap((c) => [c, ...all(c.commands)]);
   for (const cmd of all(program.commands)) cmd.exitOverride().configureOutput({ writeOut: (s) => io.out(s), writeErr: (s) => io.err(s) });
   return program;

@@ -7,7 +7,7 @@ import { PoolServiceImpl } from '../control/service.js';
 import { createLocalExecutor } from '../exec/local-executor.js';
 import { parsePolicy } from '../sched/registry.js';
 import { buildServer } from '../server/app.js';
-import { loadOrCreateToken, removeServerInfo, writeServerInfo, SERVER_INFO_FILE } from '../server/files.js';
+import { loadOrCreateToken, removeServerInfo, tokenPath, writeServerInfo, SERVER_INFO_FILE } from '../server/files.js';
 import { openStore } from '../store/open.js';
 import type { Store } from '../store/types.js';
 import { openGpuPort, simulatorStatePath } from './device.js';
@@ -90,7 +90,7 @@ export async function startPool(o: PoolOptions): Promise<RunningPool> {
   try {
     await service.start();
     const token = await loadOrCreateToken(o.dataDir);
-    app = await buildServer({ service, token });
+    app = await buildServer({ service, token, tokenFile: tokenPath(o.dataDir) });
     let address: string;
     try {
       address = await app.listen({ host, port });
@@ -108,7 +108,9 @@ export async function startPool(o: PoolOptions): Promise<RunningPool> {
       token,
       dataDir: o.dataDir,
       async close() {
-        await opened.close();
+        const closing = opened.close();
+        opened.server.closeIdleConnections();
+        await closing;
         await service.stop();
         await store.close();
         await removeServerInfo(o.dataDir);
