@@ -316,6 +316,7 @@ export class PoolServiceImpl implements PoolService {
     const queue: JobSpec[] = [];
     const running = new Map<string, RunningJobView>();
     const position = new Map(this.gpusFound.map((g, id) => [g.index, id]));
+    const byIndex = new Map(this.gpusFound.map((g) => [g.index, g]));
     for (const r of this.active.values()) {
       const spec = this.specs.get(r.id)!;
       if (r.state === 'queued') {
@@ -326,17 +327,17 @@ export class PoolServiceImpl implements PoolService {
       if (!p) continue;
       const placement: RunningJobView['placement'] = p.kind === 'instance' ? { kind: 'instance', gpu: position.get(p.gpu) ?? -1, start: p.start } : { kind: 'gpus', gpus: p.gpus.map((x) => position.get(x) ?? -1) };
       const started = (r.startedAt ?? this.o.now()) / 1000;
-      const speed = this.speedOf(spec, p);
+      const speed = this.speedOf(spec, p, byIndex);
       running.set(r.id, { spec, placement, started, done: Math.min(spec.work, speed * Math.max(0, now - started)), speed });
     }
     queue.sort((a, b) => a.arrival - b.arrival || Number(a.id) - Number(b.id));
     return { now, gpus, queue, running };
   }
 
-  private speedOf(spec: JobSpec, p: JobPlacement): number {
+  private speedOf(spec: JobSpec, p: JobPlacement, byIndex: ReadonlyMap<number, GpuEntry>): number {
     try {
       if (p.kind === 'instance') {
-        const g = this.gpusFound.find((x) => x.index === p.gpu);
+        const g = byIndex.get(p.gpu);
         return g ? this.ctx.speedOn(spec, { kind: 'instance', model: g.model, profile: p.profile }) : 1;
       }
       return 1;
