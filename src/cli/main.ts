@@ -3,6 +3,7 @@ import { exitCodeFor, MigpoolError } from '../errors.js';
 import { registerGpus, registerProfiles } from './commands/catalog.js';
 import { registerCheck, registerLayouts } from './commands/geometry.js';
 import { registerBench } from './commands/bench.js';
+import { registerBurst } from './commands/burst.js';
 import { registerAdvise } from './commands/advise.js';
 import { registerExport } from './commands/export.js';
 import { registerPartition } from './commands/partition.js';
@@ -34,6 +35,7 @@ export function buildProgram(io: Io): Command {
   registerSim(program, io);
   registerAdvise(program, io);
   registerSimulate(program, io);
+  registerBurst(program, io);
   registerServe(program, io);
   registerDemo(program, io);
   registerClient(program, io);

@@ -13,7 +13,9 @@ import { simulationReportHtml } from '../../sim/report.js';
 import {
   DEFAULT_MIX_SPEC,
   DEFAULT_MULTI_GPU_SIZES,
+  deepPoolTrace,
   detectTraceFormat,
+  meanDeepPoolJobGpuSeconds,
   formatMix,
   meanJobGpuSeconds,
   parseJobsCsv,
@@ -27,6 +29,7 @@ import {
 import type { Fleet, SimMetrics, SimulationResult } from '../../sim/types.js';
 import { writeJson, writeUserFile, type Io } from '../io.js';
 import { renderTable } from '../table.js';
+import { builtInScalingModel } from './burst.js';
 
 interface SimulateOptions {
   trace: string;
@@ -137,9 +140,16 @@ function loadTrace(opts: SimulateOptions, fleet: Fleet, mix: WorkloadMix, seed: 
       notes.push(`synthetic: ${limit ?? DEFAULT_SYNTHETIC_JOBS} jobs, ${rate.toFixed(1)} arrivals per hour`);
       return { jobs: syntheticTrace({ jobs: limit ?? DEFAULT_SYNTHETIC_JOBS, arrivalRatePerHour: rate, mix, random, ...shape }), skipped: [], notes };
     }
+    case 'deeppool': {
+      // Strong-scaled foreground jobs (VGG-16, WRN-101-2, Inception-v3) and single-GPU background jobs.
+      const n = fleet.gpus.length;
+      const rate = opts.arrivalRate === undefined ? (n * 3600) / meanDeepPoolJobGpuSeconds(n) : nonNegative(opts.arrivalRate, '--arrival-rate', true);
+      notes.push(`deeppool: ${limit ?? DEFAULT_SYNTHETIC_JOBS} jobs, ${rate.toFixed(1)} arrivals per hour, a tenth of them strong-scaled foreground jobs`);
+      return { jobs: deepPoolTrace({ jobs: limit ?? DEFAULT_SYNTHETIC_JOBS, fleetGpus: n, arrivalRatePerHour: rate, mix, random }), skipped: [], notes };
+    }
   }
-  if (opts.arrivalRate !== undefined) throw badInput('--arrival-rate is for --trace synthetic only');
-  if (!existsSync(opts.trace)) throw badInput(`--trace '${opts.trace}': no such file; use philly, alibaba, synthetic or a CSV file (header arrival,workload,gpus,duration)`);
+  if (opts.arrivalRate !== undefined) throw badInput('--arrival-rate is for --trace synthetic or deeppool only');
+  if (!existsSync(opts.trace)) throw badInput(`--trace '${opts.trace}': no such file; use philly, alibaba, synthetic, deeppool or a CSV file (header arrival,workload,gpus,duration)`);
   const text = readFileSync(opts.trace, 'utf8');
   switch (detectTraceFormat(text)) {
     case 'philly':
@@ -241,14 +251,17 @@ export function registerSimulate(program: Command, io: Io): void {
   program
     .command('simulate')
     .description('replay a job trace through scheduling policies on a simulated fleet and compare them')
-    .requiredOption('--trace <trace>', 'philly, alibaba, synthetic, or a CSV file (arrival,workload,gpus,duration[,priority,memory,profile,id], or a Philly or Alibaba trace file)')
+    .requiredOption(
+      '--trace <trace>',
+      'philly, alibaba, synthetic, deeppool (strong-scaled VGG-16/WRN/Inception foreground jobs on 8+ GPUs and single-GPU background jobs: compare --policies dp,deeppool), or a CSV file (arrival,workload,gpus,duration[,priority,memory,profile,id], or a Philly or Alibaba trace file)',
+    )
     .requiredOption('--fleet <spec>', 'GPUs by model, e.g. 64xA100-SXM4-40GB or 32xA100-40GB,8xH100-80GB')
     .requiredOption('--policies <list>', `comma-separated: ${POLICY_NAMES.join(', ')}`)
     .option('--mix <mix>', 'workloads of single-GPU jobs and their shares', DEFAULT_MIX_SPEC)
     .option('--seed <n>', 'seed of the workload draws, the synthetic trace and the policies', '1')
     .option('--limit <jobs>', 'only the first JOBS jobs by arrival (synthetic: how many to make; default 1000)')
     .option('--reconfigure-seconds <s>', `seconds a MIG re-partition takes (default ${DEFAULT_RECONFIGURE_SECONDS}, an assumption: see src/sim/engine.ts)`)
-    .option('--arrival-rate <jobs/h>', 'synthetic trace: arrivals per hour (default: one fleet\'s worth of whole-GPU work per hour)')
+    .option('--arrival-rate <jobs/h>', 'synthetic and deeppool traces: arrivals per hour (default: one fleet\'s worth of whole-GPU work per hour)')
     .option('--json', 'print JSON')
     .option('--report <file.html>', 'write an HTML report: the table, JCT distribution, utilisation and queue length over time')
     .action((opts: SimulateOptions) => runSimulate(opts, io));
@@ -267,6 +280,8 @@ function runSimulate(opts: SimulateOptions, io: Io): void {
   const tooLarge = trace.jobs.filter((j) => j.gpus > fleet.gpus.length).length;
   if (tooLarge > 0) trace.notes.push(`${tooLarge} jobs ask for more GPUs than the fleet's ${fleet.gpus.length}: they never run`);
   const sampleEverySeconds = samplePeriod(trace.jobs);
+  // Strong-scaled jobs (the deeppool trace) run at the burst planner's speeds (src/burst/scaling.ts).
+  const scaling = trace.jobs.some((j) => j.strongScaling !== undefined) ? builtInScalingModel() : undefined;
   const names = policies.map((p) => p.name);
   const bar =
     !opts.json && process.stderr.isTTY
@@ -285,6 +300,7 @@ function runSimulate(opts: SimulateOptions, io: Io): void {
           seed,
           sampleEverySeconds,
           ...(reconfigureSeconds === undefined ? {} : { reconfigureSeconds }),
+          ...(scaling ? { scaling } : {}),
           onProgress: (f) => bar?.update(Math.round((i + f) * 1000), { policy: policy.name, n: i + 1, count: policies.length }),
         }),
       );
@@ -298,6 +314,14 @@ function runSimulate(opts: SimulateOptions, io: Io): void {
     `seed ${seed}; mix ${formatMix(mix)}${reconfigureSeconds === undefined ? '' : `; re-partitions take ${reconfigureSeconds} s`}`,
     ...(skipped === '' ? [] : [`rows skipped: ${skipped}`]),
     ...trace.notes,
+    ...(scaling
+      ? results.map((r, i) => {
+          const w = r.workDone ?? { foreground: 0, background: 0 };
+          const span = r.metrics.makespanSeconds;
+          const rate = (x: number) => (span > 0 ? x / span : 0).toFixed(1);
+          return `${names[i] ?? r.policy}: ${rate(w.foreground + w.background)} GPUs' worth of work per second over the makespan (foreground ${rate(w.foreground)}, background ${rate(w.background)})`;
+        })
+      : []),
   ];
   if (opts.report) writeUserFile(opts.report, simulationReportHtml({ trace: opts.trace, fleet: fleet.spec, results, jobs: trace.jobs.length, notes }), '--report');
   if (opts.json) {

@@ -1,4 +1,4 @@
-/** Job traces for the simulator: parsers of the Philly and Alibaba traces, migpool's CSV, and a synthetic generator. Pure: text in, jobs out. */
+/** Job traces for the simulator: parsers of the Philly and Alibaba traces, migpool's CSV, and synthetic generators (general, and DeepPool's strong-scaled foreground with background jobs). Pure: text in, jobs out. */
 export { parsePhillyTrace, readPhillyTrace, PHILLY_COLUMNS } from './philly.js';
 export { parseAlibabaTrace, readAlibabaTrace, profileCovering, ALIBABA_COLUMNS, ALIBABA_QOS_PRIORITY, type AlibabaTraceOptions } from './alibaba.js';
 export {
@@ -11,6 +11,14 @@ export {
   type LognormalDurations,
 } from './synthetic.js';
 export { parseJobsCsv, JOBS_CSV_REQUIRED, JOBS_CSV_OPTIONAL } from './csv.js';
+export {
+  deepPoolTrace,
+  meanDeepPoolJobGpuSeconds,
+  DEEPPOOL_TRACE_FOREGROUND_SHARE,
+  DEEPPOOL_TRACE_GLOBAL_BATCH,
+  DEEPPOOL_TRACE_MODELS,
+  type DeepPoolTraceOptions,
+} from './deeppool.js';
 export { parseMix, formatMix, drawWorkload, DEFAULT_MIX_SPEC, type WorkloadMix } from './mix.js';
 export { detectTraceFormat, type TraceFormat } from './detect.js';
 export type { TraceOptions, ParsedTrace, SkippedRows } from './types.js';
