@@ -7,6 +7,7 @@ import { SimulatedGpuPort } from '../gpu/simulated/driver.js';
 import { SimulatedMachine } from '../gpu/simulated/machine.js';
 import { parseSimulateSpec } from '../gpu/simulated/spec.js';
 import { parsePolicy } from '../sched/registry.js';
+import type { Decision, Policy } from '../sched/types.js';
 import { openSqliteStore } from '../store/sqlite.js';
 import type { JobRecord, Store } from '../store/types.js';
 import { PoolServiceImpl } from './service.js';
@@ -31,11 +32,11 @@ function tempDir(): string {
   return d;
 }
 
-async function open(dataDir: string, policy = 'migpool', machine?: SimulatedMachine): Promise<{ service: PoolServiceImpl; store: Store; machine: SimulatedMachine }> {
+async function open(dataDir: string, policy: string | Policy = 'migpool', machine?: SimulatedMachine): Promise<{ service: PoolServiceImpl; store: Store; machine: SimulatedMachine }> {
   const m = machine ?? SimulatedMachine.create(parseSimulateSpec('1xA100-SXM4-40GB'), 1, '1xA100-SXM4-40GB');
   const store = await openSqliteStore(join(dataDir, 'migpool.db'));
   await store.init();
-  const service = new PoolServiceImpl({ store, executor: createLocalExecutor({ pollMs: 50, graceSeconds: 1 }), gpu: new SimulatedGpuPort(m), policy: parsePolicy(policy), dataDir, tickMs: 100 });
+  const service = new PoolServiceImpl({ store, executor: createLocalExecutor({ pollMs: 50, graceSeconds: 1 }), gpu: new SimulatedGpuPort(m), policy: typeof policy === 'string' ? parsePolicy(policy) : policy, dataDir, tickMs: 100 });
   await service.start();
   services.push({ service, store });
   return { service, store, machine: m };
@@ -147,5 +148,34 @@ describe('the live service', () => {
     const done = await until(second.service, a.id, ['succeeded', 'failed']);
     expect(done.state).toBe('succeeded');
     expect(readFileSync(log, 'utf8')).toBe('start\n');
+  });
+
+  it('preempts a background job for a foreground one: the background job is stopped, requeued and runs again later', async () => {
+    const dir = tempDir();
+    // A policy that gives the one GPU to the oldest foreground job, preempting background work.
+    const policy: Policy = {
+      name: 'fg-first',
+      decide(view): Decision[] {
+        const gpu = view.gpus[0]!;
+        const fg = view.queue.find((j) => j.priority === 'foreground');
+        const holder = gpu.wholeGpuJobs[0];
+        if (holder !== undefined) {
+          const running = view.running.get(holder);
+          return fg && running?.spec.priority === 'background' ? [{ kind: 'preempt', job: holder }] : [];
+        }
+        const next = fg ?? view.queue[0];
+        return next ? [{ kind: 'start-on-gpus', job: next.id, gpus: [0], sharing: 'exclusive' }] : [];
+      },
+    };
+    const { service } = await open(dir, policy);
+    const bg = await service.submit({ name: 'bg', priority: 'background', command: [node, '-e', 'process.on("SIGTERM", () => process.exit(143)); setTimeout(() => {}, 1500)'] });
+    await until(service, bg.id, ['running']);
+    const fg = await service.submit({ name: 'fg', command: [node, '-e', 'setTimeout(() => {}, 200)'] });
+    const fgDone = await until(service, fg.id, ['succeeded', 'failed']);
+    expect(fgDone.state).toBe('succeeded');
+    const bgDone = await until(service, bg.id, ['succeeded', 'failed']);
+    expect(bgDone).toMatchObject({ state: 'succeeded', attempt: 2 });
+    const types = (await service.events(0)).filter((e) => e.jobId === bg.id).map((e) => e.type);
+    expect(types).toContain('job-requeued');
   });
 });

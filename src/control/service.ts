@@ -61,6 +61,8 @@ interface GpuEntry {
 const RECENT = 1000;
 const TIMELINE = 720;
 const THROUGHPUT_WINDOW_MS = 120_000;
+/** How long a preemption waits for its job to stop before the pass goes on. */
+const PREEMPT_WAIT_MS = 15_000;
 
 /**
  * `migpool serve`'s core: the live loop. On every event (submission, job end, cancel, timer) the
@@ -88,6 +90,8 @@ export class PoolServiceImpl implements PoolService {
   private readonly finishedAt: number[] = [];
   private readonly timeline: ServiceStats['timeline'][number][] = [];
   private reconfigurations = 0;
+  /** Preemptions waiting for their job's end (the policy's next decisions may need its slice). */
+  private readonly exitWaiters = new Map<string, (r: ExitReport | null) => void>();
   readonly startedAt: number;
 
   constructor(options: ServiceOptions) {
@@ -103,6 +107,11 @@ export class PoolServiceImpl implements PoolService {
     this.ctx = livePolicyContext(createRandom(this.o.seed), this.o.reconfigureSeconds);
     this.startedAt = this.o.now();
     this.o.executor.onExit((r) => {
+      const waiter = this.exitWaiters.get(r.jobId);
+      if (waiter) {
+        this.exitWaiters.delete(r.jobId);
+        waiter(r);
+      }
       void this.locked(() => this.settle(r)).then(() => this.schedule());
     });
   }
@@ -387,8 +396,18 @@ export class PoolServiceImpl implements PoolService {
       case 'preempt': {
         const rec = this.active.get(d.job);
         if (!rec || rec.state !== 'running' || rec.cancelRequested || rec.reason === 'preempting') return false;
-        await this.update(rec, { reason: 'preempting' });
+        // The policy may re-partition the job's slice next, as the simulator's instant preemption
+        // allows: wait (bounded) for the end, then requeue it at once.
+        const ended = new Promise<ExitReport | null>((resolve) => {
+          this.exitWaiters.set(rec.id, resolve);
+          setTimeout(() => resolve(null), PREEMPT_WAIT_MS).unref();
+        });
+        const marked = await this.update(rec, { reason: 'preempting' });
         await this.o.executor.cancel(rec.id);
+        const report = await ended;
+        this.exitWaiters.delete(rec.id);
+        if (report) await this.settle(report);
+        else this.o.log?.(`job ${marked.id}: still stopping after ${PREEMPT_WAIT_MS / 1000} s; it is requeued when it ends`);
         return true;
       }
     }
