@@ -63,7 +63,7 @@ describe('apply on the simulator', () => {
       }
     }
     expect(layouts).toBeGreaterThan(1500);
-  });
+  }, 120_000);
 
   it('changing layout keeps the instances that match, with their IDs and MIG device UUIDs', async () => {
     const model = GPU_MODELS.find((m) => m.name === 'A100-40GB');
