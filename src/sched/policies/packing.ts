@@ -30,12 +30,19 @@ function layoutsOf(model: GpuModel) {
  * the model is tried, each with the best assignment (dynamic programming over instances and
  * subsets of jobs). `mustPlaceAll` keeps only layouts that place every job. Ties go to the layout
  * with fewer instances (more room per job), then to the first found. Null when nothing fits.
+ * `allowed(job, profile)`, when given, keeps a job off the profiles it rejects.
  */
-export function bestLayoutFor(model: GpuModel, given: readonly JobSpec[], ctx: PolicyContext, mustPlaceAll: boolean): PackedLayout | null {
-  // Jobs of the same workload and memory are interchangeable: solve once per multiset (cached).
-  const keyOf = (j: JobSpec) => `${j.workload.name}|${j.memoryGiB ?? ''}|${j.profile ?? ''}`;
+export function bestLayoutFor(
+  model: GpuModel,
+  given: readonly JobSpec[],
+  ctx: PolicyContext,
+  mustPlaceAll: boolean,
+  allowed?: (job: JobSpec, profile: string) => boolean,
+): PackedLayout | null {
+  // Jobs of the same workload, memory (and allowed profiles) are interchangeable: solve once per multiset (cached).
+  const keyOf = (j: JobSpec) => `${j.workload.name}|${j.memoryGiB ?? ''}|${j.profile ?? ''}${allowed ? `|${allowedSignature(model, j, allowed)}` : ''}`;
   const jobs = [...given].sort((a, b) => keyOf(a).localeCompare(keyOf(b)));
-  const cacheKey = `${model.name}#${mustPlaceAll}#${jobs.map(keyOf).join(',')}`;
+  const cacheKey = `${model.name}#${mustPlaceAll}#${allowed ? 'a' : ''}#${jobs.map(keyOf).join(',')}`;
   const cached = solved.get(cacheKey);
   if (cached !== undefined) {
     if (cached === null) return null;
@@ -45,15 +52,28 @@ export function bestLayoutFor(model: GpuModel, given: readonly JobSpec[], ctx: P
     });
     return { layout: cached.layout, assignment, value: cached.value };
   }
-  const result = solve(model, jobs, ctx, mustPlaceAll);
+  const result = solveExtension(model, [], jobs, ctx, allowed ?? (() => true), mustPlaceAll);
   solved.set(cacheKey, result === null ? null : { layout: result.layout, value: result.value, starts: jobs.map((j) => result.assignment.get(j.id) ?? null) });
   return result;
 }
 
 const solved = new Map<string, { layout: PackedLayout['layout']; value: number; starts: (number | null)[] } | null>();
 
-function solve(model: GpuModel, jobs: readonly JobSpec[], ctx: PolicyContext, mustPlaceAll: boolean): PackedLayout | null {
-  return solveExtension(model, [], jobs, ctx, () => true, mustPlaceAll);
+/** Which of the model's plain profiles `allowed` lets a job take, as a string of 0s and 1s (part of cache keys). */
+function allowedSignature(model: GpuModel, job: JobSpec, allowed: (job: JobSpec, profile: string) => boolean): string {
+  let sig = '';
+  for (const p of layoutProfiles(model)) sig += allowed(job, p) ? '1' : '0';
+  return sig;
+}
+
+const profilesByModel = new Map<string, readonly string[]>();
+function layoutProfiles(model: GpuModel): readonly string[] {
+  let names = profilesByModel.get(model.name);
+  if (!names) {
+    names = model.giProfiles.filter((p) => !/[+-]/.test(p.name)).map((p) => p.name);
+    profilesByModel.set(model.name, names);
+  }
+  return names;
 }
 
 const extensionCache = new Map<string, PackedLayout | null>();
@@ -63,7 +83,7 @@ const extensionCache = new Map<string, PackedLayout | null>();
  * `fixed` (busy ones: same profile and start), the one whose other instances hold the most of
  * `jobs` by total speed, with the assignment. Instances in `fixed` take no job. Jobs for which
  * `allowed(job, profile)` is false are not placed on that profile. Cached per model, fixed set and
- * multiset of jobs. Null when no job can be placed.
+ * multiset of jobs (with what `allowed` says of each). Null when no job can be placed.
  */
 export function bestExtension(
   model: GpuModel,
@@ -72,7 +92,8 @@ export function bestExtension(
   ctx: PolicyContext,
   allowed: (job: JobSpec, profile: string) => boolean,
 ): PackedLayout | null {
-  const keyOf = (j: JobSpec) => `${j.workload.name}|${j.memoryGiB ?? ''}`;
+  // The key holds what `allowed` says of each job, so that different predicates never share an entry.
+  const keyOf = (j: JobSpec) => `${j.workload.name}|${j.memoryGiB ?? ''}|${allowedSignature(model, j, allowed)}`;
   const jobs = [...given].sort((a, b) => keyOf(a).localeCompare(keyOf(b)));
   const fixedKey = [...fixed].map((f) => `${f.profile}@${f.start}`).sort().join('+');
   const cacheKey = `${model.name}#${fixedKey}#${jobs.map(keyOf).join(',')}`;
