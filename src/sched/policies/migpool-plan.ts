@@ -5,6 +5,17 @@ import { isInstanceUsable, isSettled, requestedSlices } from './common.js';
 import type { MigpoolPromise } from './migpool-estimates.js';
 import { hasLayout } from './packing.js';
 
+/** Most jobs one GPU is cut for (seven one-slice instances on an A100 or H100). */
+export const MAX_PER_GPU = 7;
+
+/**
+ * ASSUMPTION: seconds a checkpointed job loses to save and restore its state, on top of the
+ * re-partition time. The simulator does not charge it (a preempted job restarts as soon as its
+ * resource is ready); migpool counts it when it weighs moving a job, so that it only moves jobs
+ * that gain much more than that.
+ */
+export const RESTART_SECONDS = 60;
+
 /**
  * Speeds and memory fits of workloads on MIG profiles, remembered across calls (the performance
  * model's answers never change; asking the context builds keys and looks up profiles every time).
@@ -57,6 +68,8 @@ export class Plan {
   idleInstances = 0;
   /** Idle instances handed out this call, as `gpu:start`. */
   readonly takenInstances = new Set<string>();
+  /** GPUs with an instance handed out this call. */
+  readonly gotJobs = new Set<number>();
 
   constructor(
     readonly view: ClusterView,
@@ -146,6 +159,7 @@ export class Plan {
   startOnInstance(job: string, g: GpuView, start: number): void {
     this.decisions.push({ kind: 'start-on-instance', job, gpu: g.id, start });
     this.takenInstances.add(`${g.id}:${start}`);
+    this.gotJobs.add(g.id);
     this.placed.add(job);
   }
 

@@ -2,11 +2,10 @@ import type { GpuModel } from '../../mig/types.js';
 import type { GpuView, InstanceView, JobSpec } from '../types.js';
 import { fleetModels, isInstanceUsable } from './common.js';
 import type { Estimates } from './migpool-estimates.js';
-import type { Plan } from './migpool-plan.js';
+import { MAX_PER_GPU, RESTART_SECONDS, type Plan } from './migpool-plan.js';
+import { shareBusyGpus } from './migpool-split.js';
 import { bestExtension, bestLayoutFor } from './packing.js';
 
-/** Most jobs one GPU is cut for (seven one-slice instances on an A100 or H100). */
-export const MAX_PER_GPU = 7;
 
 /** Id prefix of the stand-in jobs a layout is padded with (no trace or service id starts with NUL). */
 const PHANTOM = '\u0000pad';
@@ -17,6 +16,8 @@ export interface SinglesContext {
   readonly horizon: number;
   /** Expected GPU releases (Estimates.releases). */
   readonly releases: Estimates['releases'];
+  /** Expected release of each busy GPU (Estimates.releaseAt). */
+  readonly releaseAt: Estimates['releaseAt'];
   /** GPUs that waiting multi-GPU jobs of this priority or a higher one want. */
   readonly otherDemand: number;
 }
@@ -64,8 +65,20 @@ export function placeSingles(plan: Plan, all: readonly JobSpec[], sc: SinglesCon
     if (!sliceFits(job, g.model, profile, delay)) return false;
     const s = plan.speedOn(job, g.model, profile);
     const wait = waitUntil.get(job.id);
-    if (wait !== undefined && now + delay + job.work / s > wait + job.work) return false;
+    if (wait !== undefined && now + delay + runOn(job, g, s) > wait + job.work) return false;
     return plan.usableBy(g, job, s, delay);
+  };
+  /**
+   * Expected seconds a job runs at `speed` on a busy GPU g: once the jobs there now are done (the
+   * GPU's expected release), growth gives it the whole GPU, at a re-partition and a restart.
+   */
+  const runOn = (job: JobSpec, g: GpuView, speed: number): number => {
+    const run = job.work / speed;
+    const rel = sc.releaseAt.get(g.id);
+    if (rel === undefined) return run;
+    const shared = Math.max(0, rel - now);
+    const cost = rc + RESTART_SECONDS;
+    return shared + cost < run ? shared + (job.work - shared * speed) + cost : run;
   };
   const giveWholeIfAny = (job: JobSpec) => {
     const g = plan.takeIdle((h) => plan.wholeOk(job, h));
@@ -171,4 +184,11 @@ export function placeSingles(plan: Plan, all: readonly JobSpec[], sc: SinglesCon
     plan.applyLayout(g, ext.layout, ext.assignment);
     unplaced = unplaced.filter((j) => !plan.placed.has(j.id));
   }
+
+  // Busy GPUs shared with the first jobs still waiting, where that saves more than it costs.
+  shareBusyGpus(
+    plan,
+    unplaced.filter((j) => !plan.placed.has(j.id)),
+    waitUntil,
+  );
 }

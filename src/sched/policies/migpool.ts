@@ -2,17 +2,11 @@ import type { ClusterView, Decision, GpuView, JobSpec, Policy, PolicyContext, Pr
 import { canEverRunWhole, isInstanceUsable, isSettled } from './common.js';
 import { estimate, isCritical, type MigpoolPromise } from './migpool-estimates.js';
 import { growth } from './migpool-grow.js';
-import { Plan, SpeedMemo } from './migpool-plan.js';
+import { Plan, RESTART_SECONDS, SpeedMemo } from './migpool-plan.js';
 import { placeMulti } from './migpool-reserve.js';
 import { placeSingles } from './migpool-singles.js';
 
-/**
- * ASSUMPTION: seconds a checkpointed job loses to save and restore its state, on top of the
- * re-partition time. The simulator does not charge it (a preempted job restarts as soon as its
- * resource is ready); migpool counts it when it weighs moving a job, so that it only moves jobs
- * that gain much more than that.
- */
-export const RESTART_SECONDS = 60;
+export { RESTART_SECONDS } from './migpool-plan.js';
 
 /**
  * migpool's policy. Principles:
@@ -115,7 +109,7 @@ export function migpoolPolicy(): Policy {
       preemptForForeground(plan, singles);
       // Growth: when no single-GPU job waits for the space, the jobs of cut GPUs take it.
       if (!singles.some((q) => !plan.placed.has(q.id) && !promised.has(q.id))) {
-        const gotJobs = new Set(plan.decisions.map((d) => (d.kind === 'start-on-instance' ? d.gpu : -1)));
+        const gotJobs = new Set([...plan.gotJobs, ...plan.decisions.map((d) => (d.kind === 'start-on-instance' ? d.gpu : -1))]);
         for (const g of plan.cutBusy) {
           if (plan.touched.has(g.id) || gotJobs.has(g.id)) continue;
           const grown = growth(g, view.running, ctx, RESTART_SECONDS);
@@ -131,7 +125,7 @@ export function migpoolPolicy(): Policy {
 
   /** Placement when jobs may outnumber the idle GPUs, or multi-GPU jobs wait. */
   function placeUnderLoad(plan: Plan, waiting: readonly JobSpec[], queued: ReadonlyMap<string, JobSpec>): void {
-    const { releases, horizon } = estimate(plan.view, plan.ctx, promised, queued);
+    const { releases, releaseAt, horizon } = estimate(plan.view, plan.ctx, promised, queued);
     const now = plan.now;
     // Serve order: foreground before background; within each, critical jobs (longest first), then
     // the first multi-GPU job in line (it holds a reservation), then single-GPU jobs (most jobs,
@@ -169,7 +163,7 @@ export function migpoolPolicy(): Policy {
       if (singles.length > 0) {
         let otherDemand = 0;
         for (const b of background ? [0, 1, 3, 4, 5, 7] : [0, 1, 3]) for (const m of buckets[b] as JobSpec[]) if (m.gpus > 1 && !plan.placed.has(m.id)) otherDemand += m.gpus;
-        placeSingles(plan, singles, { horizon, releases, otherDemand });
+        placeSingles(plan, singles, { horizon, releases, releaseAt, otherDemand });
       }
       for (const job of buckets[base + OTHER] as JobSpec[]) placeMulti(plan, job, false, releases);
     }
