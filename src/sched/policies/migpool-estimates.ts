@@ -1,4 +1,4 @@
-import type { ClusterView, GpuView, JobSpec, PolicyContext } from '../types.js';
+import type { ClusterView, GpuView, JobSpec, PolicyContext, RunningJobView } from '../types.js';
 
 /**
  * Where migpool has promised a queued job a place that is being made for it: an instance being
@@ -27,11 +27,20 @@ export interface Estimates {
   readonly horizon: number;
 }
 
-/** Expected end of a running job: now + (work - done) / speed. */
+/**
+ * Work (full-GPU seconds) a running job is expected to have left: `work - done`; a job that has
+ * run past its estimate (`work` was too low) is expected to run half as long again as it has.
+ */
+export function expectedLeft(r: RunningJobView): number {
+  const left = r.spec.work - r.done;
+  return left > 0 ? left : 0.5 * r.done;
+}
+
+/** Expected end of a running job: now + expectedLeft / speed. */
 function runningEnd(view: ClusterView, id: string): number {
   const r = view.running.get(id);
   if (!r) return view.now;
-  return view.now + Math.max(0, r.spec.work - r.done) / Math.max(r.speed, 1e-9);
+  return view.now + expectedLeft(r) / Math.max(r.speed, 1e-9);
 }
 
 /** Speed of a queued job on the resource it was promised (1 on whole GPUs). */
@@ -67,7 +76,7 @@ export function estimate(view: ClusterView, ctx: PolicyContext, promised: Readon
   }
   // The backlog: GPU-seconds of work known, over the fleet's GPUs.
   let backlog = 0;
-  for (const r of view.running.values()) backlog += Math.max(0, r.spec.work - r.done) * r.spec.gpus;
+  for (const r of view.running.values()) backlog += expectedLeft(r) * r.spec.gpus;
   for (const q of queued.values()) backlog += q.work * q.gpus;
   if (view.gpus.length > 0) horizon = Math.max(horizon, view.now + backlog / view.gpus.length);
   const releases: { at: number; gpu: number }[] = [];

@@ -1,6 +1,6 @@
 import type { Decision, GpuView, JobSpec, PolicyContext, RunningJobView } from '../types.js';
 import { requestedSlices } from './common.js';
-import type { MigpoolPromise } from './migpool-estimates.js';
+import { expectedLeft, type MigpoolPromise } from './migpool-estimates.js';
 import { bestLayoutFor } from './packing.js';
 
 /** A re-cut of one GPU for the jobs already on it: what to do, and the promises to keep. */
@@ -32,7 +32,7 @@ export function growth(g: GpuView, running: ReadonlyMap<string, RunningJobView>,
     }
     const r = running.get(i.job);
     if (!r) return null;
-    jobs.push({ spec: r.spec, left: Math.max(0, r.spec.work - r.done), speed: Math.max(r.speed, 1e-9), start: i.start, profile: i.profile.name });
+    jobs.push({ spec: r.spec, left: expectedLeft(r), speed: Math.max(r.speed, 1e-9), start: i.start, profile: i.profile.name });
   }
   if (jobs.length === 0) return null;
   // Free compute slices the layout has no instance for count as idle too.

@@ -190,5 +190,6 @@ export function placeSingles(plan: Plan, all: readonly JobSpec[], sc: SinglesCon
     plan,
     unplaced.filter((j) => !plan.placed.has(j.id)),
     waitUntil,
+    sc.horizon,
   );
 }

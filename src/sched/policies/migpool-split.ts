@@ -1,5 +1,6 @@
 import type { GpuView, JobSpec } from '../types.js';
 import { isSettled } from './common.js';
+import { expectedLeft } from './migpool-estimates.js';
 import { MAX_PER_GPU, RESTART_SECONDS, type Plan } from './migpool-plan.js';
 import { bestLayoutFor } from './packing.js';
 
@@ -23,10 +24,11 @@ interface Split {
  * re-partition on its instance) minus what the others lose: each moved job pays the
  * re-partition and `restartSeconds`, and runs slower for as long as it shares (the shorter of its
  * and the new job's expected runs; afterwards growth gives the space back). The best candidate is
- * taken if it saves more than the re-partition and a restart. Estimates come from `work`, `done`
- * and speeds, as elsewhere in migpool.
+ * taken if it saves more than the re-partition and a restart, and if every job on the GPU still
+ * ends within the committed `horizon` (sharing never lengthens the schedule). Estimates come from
+ * `work`, `done` and speeds, as elsewhere in migpool.
  */
-function bestSplit(plan: Plan, job: JobSpec, waitUntil: number, restartSeconds: number, candidates: readonly GpuView[]): Split | null {
+function bestSplit(plan: Plan, job: JobSpec, waitUntil: number, horizon: number, restartSeconds: number, candidates: readonly GpuView[]): Split | null {
   const { ctx, view } = plan;
   const now = plan.now;
   const rc = ctx.reconfigureSeconds;
@@ -42,7 +44,7 @@ function bestSplit(plan: Plan, job: JobSpec, waitUntil: number, restartSeconds: 
         ok = false;
         break;
       }
-      on.push({ spec: r.spec, left: Math.max(0, r.spec.work - r.done), speed: Math.max(r.speed, 1e-9), start: x.start, profile: x.profile });
+      on.push({ spec: r.spec, left: expectedLeft(r), speed: Math.max(r.speed, 1e-9), start: x.start, profile: x.profile });
     }
     if (!ok || on.length === 0 || on.length >= MAX_PER_GPU) continue;
     const allowed = (j: JobSpec, profile: string) => plan.speedOn(j, g.model, profile) > 0;
@@ -59,6 +61,8 @@ function bestSplit(plan: Plan, job: JobSpec, waitUntil: number, restartSeconds: 
     const vNew = plan.speedOn(job, g.model, profileAt(startOf(job.id)));
     if (!(vNew > 0)) continue;
     const runNew = job.work / vNew;
+    // Sharing never lengthens the schedule: every job on the GPU still ends within the horizon.
+    if (now + rc + runNew > horizon) continue;
     const cost = rc + restartSeconds;
     // The others' runs at their new speeds; once they are all done the new job grows to the whole GPU.
     let othersDone = 0;
@@ -74,7 +78,7 @@ function bestSplit(plan: Plan, job: JobSpec, waitUntil: number, restartSeconds: 
       const profile = profileAt(start);
       if (g.migEnabled && o.start === start && o.profile === profile) continue;
       const v = plan.speedOn(o.spec, g.model, profile);
-      if (!(v > 0)) {
+      if (!(v > 0) || now + rc + o.left / v > horizon) {
         saving = Number.NEGATIVE_INFINITY;
         break;
       }
@@ -98,7 +102,7 @@ export const SHARE_CANDIDATES = 16;
  * loaded GPUs, where that saves more than it costs (see bestSplit). The GPU's moved jobs are
  * checkpointed, the GPU re-cut, and the moved jobs and the new one promised their instances.
  */
-export function shareBusyGpus(plan: Plan, waiting: readonly JobSpec[], waitUntil: ReadonlyMap<string, number>): void {
+export function shareBusyGpus(plan: Plan, waiting: readonly JobSpec[], waitUntil: ReadonlyMap<string, number>, horizon: number): void {
   const jobs = waiting.slice(0, MAX_PER_GPU);
   if (jobs.length === 0) return;
   const load = (g: GpuView) => (g.migEnabled ? g.instances.filter((i) => i.job !== null).length : g.wholeGpuJobs.length);
@@ -109,7 +113,7 @@ export function shareBusyGpus(plan: Plan, waiting: readonly JobSpec[], waitUntil
   for (const job of jobs) {
     const wait = waitUntil.get(job.id);
     if (wait === undefined) continue;
-    const split = bestSplit(plan, job, wait, RESTART_SECONDS, candidates);
+    const split = bestSplit(plan, job, wait, horizon, RESTART_SECONDS, candidates);
     if (!split) continue;
     for (const id of split.moved) plan.decisions.push({ kind: 'preempt', job: id });
     const assignment = new Map([...split.assignment].filter(([id]) => id === job.id || split.moved.includes(id)));
