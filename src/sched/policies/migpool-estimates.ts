@@ -89,11 +89,12 @@ export function estimate(view: ClusterView, ctx: PolicyContext, promised: Readon
 }
 
 /**
- * Whether a queued job is critical: started now on a whole GPU it would still end after the
- * committed horizon, so that it alone sets when the work known so far can be done. Serving
- * critical jobs first keeps the longest jobs from becoming the tail of the schedule (a longest-
- * processing-time rule, applied only to the jobs that would otherwise lengthen it).
+ * Whether a queued job is critical: started at `start` (now, or as soon as enough GPUs are
+ * expected to be free for it) on whole GPUs it would still end after the committed horizon, so
+ * that it alone sets when the work known so far can be done. Serving critical jobs first keeps
+ * the longest jobs from becoming the tail of the schedule (a longest-processing-time rule, applied
+ * only to the jobs that would otherwise lengthen it).
  */
-export function isCritical(job: JobSpec, now: number, horizon: number): boolean {
-  return now + job.work > horizon;
+export function isCritical(job: JobSpec, start: number, horizon: number): boolean {
+  return start + job.work > horizon;
 }

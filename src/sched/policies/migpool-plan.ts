@@ -54,8 +54,6 @@ export class Plan {
   readonly placed = new Set<string>();
   /** GPU -> latest time work placed on it may end (the shadow time of a reservation holding it). */
   readonly deadline = new Map<number, number>();
-  /** Whether a multi-GPU job already holds a reservation this call. */
-  reservationMade = false;
   /** Settled MIG-off GPUs with no job. */
   readonly idleWhole: GpuView[] = [];
   /** Settled MIG-on GPUs with no job. */

@@ -4,8 +4,8 @@ import type { Plan } from './migpool-plan.js';
 
 /**
  * A multi-GPU job (whole GPUs, MIG off): starts on idle GPUs when there are enough (MIG-off ones
- * first; MIG-on ones are turned off and promised to it). Otherwise, when `mayReserve` and no
- * other job holds a reservation this call, it holds one, as in EASY backfilling: the idle GPUs
+ * first; MIG-on ones are turned off and promised to it). Otherwise, when `mayReserve`, it holds
+ * a reservation, as in EASY backfilling: the idle GPUs
  * and those expected to free first (by `releases`), until there are enough; the latest of their
  * releases is its shadow time, and until then the held GPUs take only work expected to end by it.
  * GPUs running whole-GPU jobs are held before cut ones: a cut GPU frees only when its last job
@@ -27,8 +27,7 @@ export function placeMulti(plan: Plan, job: JobSpec, mayReserve: boolean, releas
     plan.placed.add(job.id);
     return true;
   }
-  if (!mayReserve || plan.reservationMade) return false;
-  plan.reservationMade = true;
+  if (!mayReserve) return false;
   const held: number[] = plan
     .idleGpus()
     .filter((g) => plan.fitsWhole(job, g) && !plan.deadline.has(g.id))

@@ -127,45 +127,58 @@ export function migpoolPolicy(): Policy {
   function placeUnderLoad(plan: Plan, waiting: readonly JobSpec[], queued: ReadonlyMap<string, JobSpec>): void {
     const { releases, releaseAt, horizon } = estimate(plan.view, plan.ctx, promised, queued);
     const now = plan.now;
-    // Serve order: foreground before background; within each, critical jobs (longest first), then
-    // the first multi-GPU job in line (it holds a reservation), then single-GPU jobs (most jobs,
-    // and short: they pack), then the other multi-GPU jobs, each group in queue order.
-    const CRITICAL = 0;
+    // Serve order: foreground before background; within each, critical multi-GPU jobs (longest
+    // first; each holds a reservation), then the first other
+    // multi-GPU job in line (it holds a reservation on what is left), then critical single-GPU jobs
+    // (whole GPUs), then the other single-GPU jobs (most jobs, and short: they pack), then the
+    // other multi-GPU jobs, each group in queue order.
+    // A multi-GPU job can start only once enough GPUs are free: when enough idle and expected
+    // releases add up (a single-GPU job can start now, on a slice if need be).
+    const idleNow = plan.idleWhole.length + plan.idleMig.length;
+    const earliestStart = (q: JobSpec): number => {
+      if (q.gpus <= idleNow) return now;
+      const rel = releases[q.gpus - idleNow - 1];
+      return rel === undefined ? Number.POSITIVE_INFINITY : Math.max(now, rel.at);
+    };
+    const CRITICAL_MULTI = 0;
     const HOLDER = 1;
-    const SINGLE = 2;
-    const OTHER = 3;
-    const buckets: JobSpec[][] = Array.from({ length: 8 }, () => []);
+    const CRITICAL = 2;
+    const SINGLE = 3;
+    const OTHER = 4;
+    const CLASSES = 5;
+    const buckets: JobSpec[][] = Array.from({ length: 2 * CLASSES }, () => []);
     const holder = new Set<Priority>();
     for (const q of waiting) {
-      const base = q.priority === 'foreground' ? 0 : 4;
+      const base = q.priority === 'foreground' ? 0 : CLASSES;
       let r: number;
-      if (isCritical(q, now, horizon)) r = CRITICAL;
-      else if (q.gpus === 1) r = SINGLE;
-      else if (!holder.has(q.priority)) {
+      if (isCritical(q, earliestStart(q), horizon)) r = q.gpus > 1 ? CRITICAL_MULTI : CRITICAL;
+      else if (q.gpus > 1 && !holder.has(q.priority)) {
         holder.add(q.priority);
         r = HOLDER;
-      } else r = OTHER;
+      } else r = q.gpus === 1 ? SINGLE : OTHER;
       (buckets[base + r] as JobSpec[]).push(q);
     }
-    for (const b of [buckets[CRITICAL], buckets[4 + CRITICAL]] as JobSpec[][]) b.sort((a, c) => c.work - a.work || a.arrival - c.arrival);
-    for (let base = 0; base < 8; base += 4) {
-      const background = base === 4;
-      for (const job of buckets[base + CRITICAL] as JobSpec[]) {
-        if (job.gpus > 1) placeMulti(plan, job, true, releases);
-        else {
-          // Critical single-GPU jobs run at full speed: whole GPUs only.
-          const g = plan.takeIdle((h) => plan.wholeOk(job, h));
-          if (g) plan.giveWhole(job, g);
-        }
+    for (const base of [0, CLASSES]) {
+      for (const r of [CRITICAL_MULTI, CRITICAL]) (buckets[base + r] as JobSpec[]).sort((a, c) => c.work - a.work || a.arrival - c.arrival);
+    }
+    for (const base of [0, CLASSES]) {
+      const of = (r: number) => buckets[base + r] as JobSpec[];
+      for (const job of of(CRITICAL_MULTI)) placeMulti(plan, job, true, releases);
+      for (const job of of(HOLDER)) placeMulti(plan, job, true, releases);
+      for (const job of of(CRITICAL)) {
+        // Critical single-GPU jobs run at full speed: whole GPUs only.
+        const g = plan.takeIdle((h) => plan.wholeOk(job, h));
+        if (g) plan.giveWhole(job, g);
       }
-      for (const job of buckets[base + HOLDER] as JobSpec[]) placeMulti(plan, job, true, releases);
-      const singles = buckets[base + SINGLE] as JobSpec[];
-      if (singles.length > 0) {
+      if (of(SINGLE).length > 0) {
+        // GPUs wanted by the multi-GPU jobs waiting, of this priority or a higher one.
         let otherDemand = 0;
-        for (const b of background ? [0, 1, 3, 4, 5, 7] : [0, 1, 3]) for (const m of buckets[b] as JobSpec[]) if (m.gpus > 1 && !plan.placed.has(m.id)) otherDemand += m.gpus;
-        placeSingles(plan, singles, { horizon, releases, releaseAt, otherDemand });
+        for (const b of base === 0 ? [0] : [0, CLASSES]) {
+          for (const r of [CRITICAL_MULTI, HOLDER, OTHER]) for (const m of buckets[b + r] as JobSpec[]) if (!plan.placed.has(m.id)) otherDemand += m.gpus;
+        }
+        placeSingles(plan, of(SINGLE), { horizon, releases, releaseAt, otherDemand });
       }
-      for (const job of buckets[base + OTHER] as JobSpec[]) placeMulti(plan, job, false, releases);
+      for (const job of of(OTHER)) placeMulti(plan, job, false, releases);
     }
   }
 
