@@ -98,3 +98,65 @@ export function estimate(view: ClusterView, ctx: PolicyContext, promised: Readon
 export function isCritical(job: JobSpec, start: number, horizon: number): boolean {
   return start + job.work > horizon;
 }
+
+/** A binary min-heap of numbers. */
+class MinHeap {
+  private readonly a: number[];
+  constructor(items: readonly number[]) {
+    this.a = [...items].sort((x, y) => x - y);
+  }
+  get size(): number {
+    return this.a.length;
+  }
+  pop(): number | undefined {
+    const a = this.a;
+    const top = a[0];
+    const last = a.pop();
+    if (a.length === 0 || last === undefined) return top;
+    let i = 0;
+    for (;;) {
+      const l = 2 * i + 1;
+      if (l >= a.length) break;
+      const r = l + 1;
+      const c = r < a.length && (a[r] as number) < (a[l] as number) ? r : l;
+      if ((a[c] as number) >= last) break;
+      a[i] = a[c] as number;
+      i = c;
+    }
+    a[i] = last;
+    return top;
+  }
+  push(x: number): void {
+    const a = this.a;
+    let i = a.length;
+    a.push(x);
+    while (i > 0) {
+      const p = (i - 1) >> 1;
+      if ((a[p] as number) <= x) break;
+      a[i] = a[p] as number;
+      i = p;
+    }
+    a[i] = x;
+  }
+}
+
+/**
+ * When each of `jobs` (in serve order, each wanting one whole GPU) is expected to start if they
+ * all wait for whole GPUs: the GPUs come free at `releases` (those `skip` rejects left out: a
+ * reservation holds them) and each job, as it starts, holds its GPU for its `work`. List
+ * scheduling on the expected releases: the waiting line's estimate of a whole GPU for each job.
+ */
+export function waitLine(releases: Estimates['releases'], skip: (gpu: number) => boolean, jobs: readonly JobSpec[]): Map<string, number> {
+  const heap = new MinHeap(releases.filter((r) => !skip(r.gpu)).map((r) => r.at));
+  const out = new Map<string, number>();
+  for (const job of jobs) {
+    const at = heap.pop();
+    if (at === undefined) {
+      out.set(job.id, Number.POSITIVE_INFINITY);
+      continue;
+    }
+    out.set(job.id, at);
+    heap.push(at + job.work);
+  }
+  return out;
+}

@@ -54,6 +54,8 @@ export class Plan {
   readonly placed = new Set<string>();
   /** GPU -> latest time work placed on it may end (the shadow time of a reservation holding it). */
   readonly deadline = new Map<number, number>();
+  /** Multi-GPU jobs holding a reservation this call. */
+  readonly reserved = new Set<string>();
   /** Settled MIG-off GPUs with no job. */
   readonly idleWhole: GpuView[] = [];
   /** Settled MIG-on GPUs with no job. */

@@ -45,6 +45,7 @@ export function placeMulti(plan: Plan, job: JobSpec, mayReserve: boolean, releas
   pick(true);
   pick(false);
   if (held.length < job.gpus) return false;
+  plan.reserved.add(job.id);
   for (const id of held) {
     plan.deadline.set(id, shadow);
     const g = view.gpus[id] as GpuView;

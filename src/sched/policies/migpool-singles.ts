@@ -1,7 +1,7 @@
 import type { GpuModel } from '../../mig/types.js';
 import type { GpuView, InstanceView, JobSpec } from '../types.js';
 import { fleetModels, isInstanceUsable } from './common.js';
-import type { Estimates } from './migpool-estimates.js';
+import { waitLine, type Estimates } from './migpool-estimates.js';
 import { MAX_PER_GPU, RESTART_SECONDS, type Plan } from './migpool-plan.js';
 import { shareBusyGpus } from './migpool-split.js';
 import { bestExtension, bestLayoutFor } from './packing.js';
@@ -85,8 +85,9 @@ export function placeSingles(plan: Plan, all: readonly JobSpec[], sc: SinglesCon
     if (g) plan.giveWhole(job, g);
   };
 
-  // Only the jobs that could start now are looked at (the rest wait their turn).
-  const jobs = all.slice(0, (plan.idleGpus().length + plan.partial.length) * MAX_PER_GPU + plan.idleInstances);
+  // Only the jobs that could start now are looked at (the rest wait their turn): on idle GPUs,
+  // idle instances, the idle part of partly used GPUs, or shared busy GPUs (a GPU's worth).
+  const jobs = all.slice(0, (plan.idleGpus().length + plan.partial.length + 1) * MAX_PER_GPU + plan.idleInstances);
   if (jobs.length + sc.otherDemand <= plan.idleGpus().length) {
     for (const job of jobs) giveWholeIfAny(job);
     return;
@@ -126,14 +127,13 @@ export function placeSingles(plan: Plan, all: readonly JobSpec[], sc: SinglesCon
     for (const job of mayShare) if (keep.has(job.id)) giveWholeIfAny(job);
   }
 
-  // The others would wait for the GPUs expected to free first (those no reservation holds), in order.
-  let next = 0;
-  for (const job of mayShare) {
-    if (plan.placed.has(job.id)) continue;
-    while (next < sc.releases.length && plan.deadline.has((sc.releases[next] as { gpu: number }).gpu)) next++;
-    waitUntil.set(job.id, next < sc.releases.length ? (sc.releases[next] as { at: number }).at : Number.POSITIVE_INFINITY);
-    next++;
-  }
+  // The others would wait in line for whole GPUs (those no reservation holds) as they free up.
+  for (const [id, at] of waitLine(
+    sc.releases,
+    (gpu) => plan.deadline.has(gpu),
+    mayShare.filter((j) => !plan.placed.has(j.id)),
+  ))
+    waitUntil.set(id, at);
 
   // Idle instances of partly used GPUs: the one where the job does the most work per slice.
   const taken = plan.takenInstances;

@@ -103,7 +103,7 @@ export function migpoolPolicy(): Policy {
           const g = plan.takeIdle((h) => plan.fitsWhole(job, h));
           if (g) plan.giveWhole(job, g);
         }
-      } else if (idleCount > 0 || plan.partial.length > 0) {
+      } else if (waiting.length > 0) {
         placeUnderLoad(plan, waiting, queued);
       }
       preemptForForeground(plan, singles);
@@ -138,7 +138,7 @@ export function migpoolPolicy(): Policy {
     const earliestStart = (q: JobSpec): number => {
       if (q.gpus <= idleNow) return now;
       const rel = releases[q.gpus - idleNow - 1];
-      return rel === undefined ? Number.POSITIVE_INFINITY : Math.max(now, rel.at);
+      return rel === undefined ? now : Math.max(now, rel.at);
     };
     const CRITICAL_MULTI = 0;
     const HOLDER = 1;
@@ -171,10 +171,11 @@ export function migpoolPolicy(): Policy {
         if (g) plan.giveWhole(job, g);
       }
       if (of(SINGLE).length > 0) {
-        // GPUs wanted by the multi-GPU jobs waiting, of this priority or a higher one.
+        // GPUs wanted by the multi-GPU jobs waiting, of this priority or a higher one (but for
+        // those holding a reservation: their GPUs are kept for them already).
         let otherDemand = 0;
         for (const b of base === 0 ? [0] : [0, CLASSES]) {
-          for (const r of [CRITICAL_MULTI, HOLDER, OTHER]) for (const m of buckets[b + r] as JobSpec[]) if (!plan.placed.has(m.id)) otherDemand += m.gpus;
+          for (const r of [CRITICAL_MULTI, HOLDER, OTHER]) for (const m of buckets[b + r] as JobSpec[]) if (!plan.placed.has(m.id) && !plan.reserved.has(m.id)) otherDemand += m.gpus;
         }
         placeSingles(plan, of(SINGLE), { horizon, releases, releaseAt, otherDemand });
       }
