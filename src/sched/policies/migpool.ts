@@ -10,32 +10,36 @@ export { RESTART_SECONDS } from './migpool-plan.js';
 
 /**
  * migpool's policy. Principles:
- * - Whole GPUs while there are enough: when the single-GPU jobs waiting (and the GPUs multi-GPU
- *   jobs wait for) do not outnumber the idle GPUs, each gets a whole GPU with MIG off (the
+ * - Whole GPUs while there are enough: when the single-GPU jobs waiting (and the GPUs waiting
+ *   multi-GPU jobs want) do not outnumber the idle GPUs, each gets a whole GPU with MIG off (the
  *   fastest a job runs; MIG costs SMs). A profile a job asked for is a floor, as for the other
  *   policies here.
- * - Pack when jobs wait, and only where it pays: as few idle GPUs are cut as it takes to start
- *   the jobs in line (seven to a GPU); the jobs that would lose most on a slice keep whole GPUs;
- *   a job takes a slice only where it does at least a whole GPU's work per slice and ends sooner
- *   than by waiting for a whole GPU (migpool-singles.ts).
- * - Never lengthens the schedule by slicing, and serves first the jobs that would: a job goes on
- *   an instance only if it still ends before the committed horizon (the expected end of the last
- *   job started so far), and a job that would end after that horizon even on a whole GPU is
- *   critical and is served before all others (longest first), so that the longest jobs do not
- *   become the tail (migpool-estimates.ts).
- * - Never touches a busy instance, and charges re-partitions their time: a job promised an
- *   instance (or a GPU) that is being made waits for it; nothing is re-partitioned under a running
- *   job. When no single-GPU job waits, the jobs of a cut GPU that left part of it idle are
- *   checkpointed and the GPU re-cut for them (or made whole for a lone job), if they gain much
- *   more than the re-partition and RESTART_SECONDS each (migpool-grow.ts).
+ * - Pack when jobs wait, and only where it pays (migpool-singles.ts): as few idle GPUs are cut
+ *   as it takes to start the jobs in line (seven to a GPU), the jobs that would lose most on a
+ *   slice keep whole GPUs, and a job takes a slice only where it does at least a whole GPU's work
+ *   per compute slice and is expected to end sooner than by waiting in line for a whole GPU. When
+ *   no GPU is free, a busy GPU may be shared with a waiting job (its jobs checkpointed and the GPU
+ *   re-cut, as MISO does on every arrival) where that saves more time than it costs everyone
+ *   (migpool-split.ts).
+ * - Never lengthens the schedule by slicing, and serves first the jobs that would
+ *   (migpool-estimates.ts): a job goes on (or is moved to) an instance only if it still ends
+ *   within the committed horizon (when the work known can be done at the earliest), and a job
+ *   that would end after it even started on whole GPUs as soon as they can be free is critical
+ *   and is served first (longest first), so that the longest jobs do not become the tail.
+ * - Never re-cuts a busy instance under its job, and charges every re-partition its time: a job
+ *   promised an instance (or GPUs) being made waits for it; a job is moved only by checkpointing it
+ *   first, and only when it gains much more than the re-partition and RESTART_SECONDS. When no
+ *   single-GPU job waits, the jobs of a cut GPU that left part of it idle grow into it (a bigger
+ *   layout, or the whole GPU for a lone job; migpool-grow.ts).
  * - Priorities: foreground jobs are placed before background ones; a foreground job that finds
- *   nothing may preempt a background job on an instance (it is checkpointed and requeued).
- * - No starvation: the first multi-GPU job in line holds an EASY reservation (the GPUs expected
- *   to free first, whole ones before cut ones; only work expected to end by its shadow time runs
- *   on them meanwhile), so multi-GPU jobs start in arrival order by their estimated start times;
- *   single-GPU jobs go before the other multi-GPU jobs.
+ *   nothing may preempt a background single-GPU job (it is checkpointed and requeued).
+ * - No starvation: the first multi-GPU job in line, and every critical one, holds an EASY
+ *   reservation (the GPUs expected to free first, whole ones before cut ones); only work expected
+ *   to end by its shadow time runs on those GPUs meanwhile (migpool-reserve.ts). Single-GPU jobs
+ *   go before the other multi-GPU jobs.
  * Estimates use each job's `work` (its runtime alone on a whole GPU) and its current speed, as
- * EASY backfilling uses a user's runtime estimate.
+ * EASY backfilling uses a user's runtime estimate; a job past its estimate is expected to run
+ * half as long again.
  */
 export function migpoolPolicy(): Policy {
   const promised = new Map<string, MigpoolPromise>();
@@ -128,12 +132,12 @@ export function migpoolPolicy(): Policy {
     const { releases, releaseAt, horizon } = estimate(plan.view, plan.ctx, promised, queued);
     const now = plan.now;
     // Serve order: foreground before background; within each, critical multi-GPU jobs (longest
-    // first; each holds a reservation), then the first other
-    // multi-GPU job in line (it holds a reservation on what is left), then critical single-GPU jobs
-    // (whole GPUs), then the other single-GPU jobs (most jobs, and short: they pack), then the
-    // other multi-GPU jobs, each group in queue order.
-    // A multi-GPU job can start only once enough GPUs are free: when enough idle and expected
-    // releases add up (a single-GPU job can start now, on a slice if need be).
+    // first; each holds a reservation), then the first other multi-GPU job in line (it holds a
+    // reservation on what is left), then critical single-GPU jobs (whole GPUs), then the other
+    // single-GPU jobs (most jobs, and short: they pack), then the other multi-GPU jobs, each
+    // group in queue order. Criticality is judged from a job's earliest start: a multi-GPU job
+    // can start only once enough GPUs are free (idle ones and expected releases add up); a
+    // single-GPU job can start now, on a slice if need be.
     const idleNow = plan.idleWhole.length + plan.idleMig.length;
     const earliestStart = (q: JobSpec): number => {
       if (q.gpus <= idleNow) return now;
