@@ -6,7 +6,6 @@ import { MAX_PER_GPU, RESTART_SECONDS, type Plan } from './migpool-plan.js';
 import { shareBusyGpus } from './migpool-split.js';
 import { bestExtension, bestLayoutFor } from './packing.js';
 
-
 /** Id prefix of the stand-in jobs a layout is padded with (no trace or service id starts with NUL). */
 const PHANTOM = '\u0000pad';
 
@@ -39,12 +38,13 @@ function smallestProfile(model: GpuModel): string | undefined {
  *   others fill idle instances of partly used GPUs (where they do the most work per slice), then
  *   idle GPUs cut for them seven at a time (the layout of most total speed, padded with copies of
  *   the group's jobs so that the instances left over suit the jobs that come next), then the
- *   re-cut idle part of partly used GPUs.
+ *   re-cut idle part of partly used GPUs, then busy GPUs shared with them (migpool-split.ts).
  * A job goes on an instance only if it fits (memory, the profile it asked for as a floor), does
  * at least a whole GPU's work per compute slice there (slicing must add throughput), still ends
- * within the committed horizon (slicing never lengthens the schedule), and ends no later there
- * than on the whole GPU it would otherwise wait for (the expected releases, in order): its
- * earliest expected completion.
+ * within the committed horizon (slicing never lengthens the schedule), and is expected to end no
+ * later there than on the whole GPU it would otherwise wait for (list scheduling of the waiting
+ * line on the GPUs' expected releases): its earliest expected completion. On a busy GPU the
+ * expected end counts growth: once the jobs there now are done, it gets the whole GPU.
  */
 export function placeSingles(plan: Plan, all: readonly JobSpec[], sc: SinglesContext): void {
   const { ctx, view } = plan;
