@@ -43,6 +43,7 @@ export function bestLayoutFor(
   const keyOf = (j: JobSpec) => `${j.workload.name}|${j.memoryGiB ?? ''}|${j.profile ?? ''}${allowed ? `|${allowedSignature(model, j, allowed)}` : ''}`;
   const jobs = [...given].sort((a, b) => keyOf(a).localeCompare(keyOf(b)));
   const cacheKey = `${model.name}#${mustPlaceAll}#${allowed ? 'a' : ''}#${jobs.map(keyOf).join(',')}`;
+  if (solved.size > 200_000) solved.clear();
   const cached = solved.get(cacheKey);
   if (cached !== undefined) {
     if (cached === null) return null;
