@@ -294,7 +294,7 @@ export class PoolServiceImpl implements PoolService {
       let acted = 0;
       for (const d of decisions) {
         try {
-          if (await this.apply(d, view)) acted++;
+          if (await this.apply(d)) acted++;
         } catch (e) {
           this.o.log?.(`decision ${JSON.stringify(d)} failed: ${e instanceof Error ? e.message : String(e)}`);
         }
@@ -356,13 +356,15 @@ export class PoolServiceImpl implements PoolService {
   }
 
   /** Applies one decision; false when it no longer holds (e.g. the job was cancelled meanwhile). */
-  private async apply(d: Decision, view: ClusterView): Promise<boolean> {
+  private async apply(d: Decision): Promise<boolean> {
     switch (d.kind) {
       case 'repartition': {
         const g = this.gpusFound[d.gpu];
         if (!g) throw new MigpoolError('RUNTIME', `policy named GPU ${d.gpu}, which the view does not have`);
-        const busy = new Set(view.gpus[d.gpu]!.instances.filter((i) => i.job !== null).map((i) => i.start));
-        if (view.gpus[d.gpu]!.wholeGpuJobs.length > 0) throw new MigpoolError('RUNTIME', `policy re-partitions GPU ${g.index} under its whole-GPU jobs`);
+        // Occupancy now, not the round's view: a preemption earlier in this round may have freed it.
+        const occupants = this.occupants();
+        const busy = new Set(g.current.instances.filter((i) => occupants.instances.has(`${g.index}|${i.start}`)).map((i) => i.start));
+        if ((occupants.whole.get(g.index) ?? []).length > 0) throw new MigpoolError('RUNTIME', `policy re-partitions GPU ${g.index} under its whole-GPU jobs`);
         await this.event({ type: 'gpu-reconfiguring', jobId: null, data: { gpu: g.index, layout: d.layout } });
         this.reconfiguring.add(g.index);
         try {

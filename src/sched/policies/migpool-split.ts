@@ -40,7 +40,8 @@ function bestSplit(plan: Plan, job: JobSpec, waitUntil: number, horizon: number,
     const ids = g.migEnabled ? g.instances.flatMap((i) => (i.job === null ? [] : [{ id: i.job, start: i.start, profile: i.profile.name }])) : g.wholeGpuJobs.map((id) => ({ id, start: null, profile: null }));
     for (const x of ids) {
       const r = view.running.get(x.id);
-      if (!r || r.spec.gpus !== 1 || (r.placement.kind === 'gpus' && g.sharing !== 'exclusive')) {
+      // A background job never stops a foreground one to share its GPU.
+      if (!r || r.spec.gpus !== 1 || (r.placement.kind === 'gpus' && g.sharing !== 'exclusive') || (r.spec.priority === 'foreground' && job.priority !== 'foreground')) {
         ok = false;
         break;
       }

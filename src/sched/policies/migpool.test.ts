@@ -120,6 +120,16 @@ describe('migpool: priorities', () => {
     expect(r.byPriority.foreground.avgJctSeconds).toBe(10);
     expect(r.metrics.completed).toBe(2);
   });
+
+  it('never stops a foreground job to share its GPU with a background one', () => {
+    // The same scene as the sharing test above, where m is checkpointed to make room for s; here m
+    // is foreground and s background, so s waits for a GPU instead.
+    const jobs = [job('l', 0, 10_000), job('m', 0, 1000), job('s', 10, 100, { priority: 'background' })];
+    const { policy, log } = recorded();
+    const r = simulate({ fleet: parseFleet('2xA100-40GB'), jobs, policy, seed: 1 });
+    expect(log.filter((e) => e.d.kind === 'preempt')).toHaveLength(0);
+    expect(ends(jobs, r).get('m')).toBe(1000);
+  });
 });
 
 // ---------------------------------------------------------------- invariants on random traces
