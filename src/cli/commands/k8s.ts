@@ -1,0 +1,238 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Command } from 'commander';
+import YAML from 'yaml';
+import { badInput, MigpoolError } from '../../errors.js';
+import type { K8sApi } from '../../k8s/api.js';
+import { applyPlan, type ApplyResult } from '../../k8s/apply.js';
+import { ClientNodeApi, loadKubeConfig } from '../../k8s/client-node-api.js';
+import { describeSlices, readClusterView, type ClusterView } from '../../k8s/inventory.js';
+import { jobManifest, type ManifestKind } from '../../k8s/manifest.js';
+import { describeLayout, planCluster, type K8sPlan } from '../../k8s/plan.js';
+import { writeJson, type Io } from '../io.js';
+import { renderTable } from '../table.js';
+import { readSpecFile } from './client.js';
+
+interface ClusterOptions {
+  kubeconfig?: string;
+  context?: string;
+  namespace: string;
+  configmap: string;
+  configKey: string;
+  node: string[];
+  ignoreNode: string[];
+  force?: boolean;
+  json?: boolean;
+}
+
+const collect = (value: string, previous: string[]): string[] => [...previous, ...value.split(',').filter((v) => v !== '')];
+
+function withClusterOptions(cmd: Command): Command {
+  return cmd
+    .option('--kubeconfig <file>', 'kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster)')
+    .option('--context <name>', 'kubeconfig context (default: its current-context)')
+    .option('--namespace <ns>', "namespace of the MIG manager's mig-parted ConfigMap", 'gpu-operator')
+    .option('--configmap <name>', "the MIG manager's mig-parted ConfigMap (migManager.config.name of the GPU Operator)", 'default-mig-parted-config')
+    .option('--config-key <key>', 'key of the ConfigMap that holds the mig-parted config', 'config.yaml')
+    .option('--node <names>', 'change only these nodes (repeat or comma-separate; the others still count as they are)', collect, [])
+    .option('--ignore-node <names>', 'leave these nodes out of planning (repeat or comma-separate)', collect, [])
+    .option('--force', 'also change nodes whose GPU slices pods hold (their pods lose their GPUs)')
+    .option('--json', 'print JSON');
+}
+
+/** Reads what planning needs: nodes, live pods, and the MIG manager's config. */
+async function readCluster(api: K8sApi, opts: ClusterOptions): Promise<{ view: ClusterView; configText: string; resourceVersion: string }> {
+  const nodes = await api.listNodes();
+  const pods = await api.listPods('status.phase!=Succeeded,status.phase!=Failed');
+  let cm;
+  try {
+    cm = await api.readConfigMap(opts.namespace, opts.configmap);
+  } catch (e) {
+    if (e instanceof MigpoolError && e.details['status'] === 404) {
+      throw badInput(
+        `ConfigMap ${opts.namespace}/${opts.configmap} not found at ${api.server}; name the MIG manager's mig-parted ConfigMap with --namespace and --configmap (see migManager.config.name in the GPU Operator's ClusterPolicy)`,
+      );
+    }
+    throw e;
+  }
+  const configText = cm.data?.[opts.configKey];
+  if (configText === undefined) {
+    throw badInput(`ConfigMap ${opts.namespace}/${opts.configmap} has no key '${opts.configKey}' (it has ${Object.keys(cm.data ?? {}).join(', ') || 'no data'}); name the key with --config-key`);
+  }
+  const view = readClusterView(nodes, pods, {
+    configText,
+    configSource: `${opts.namespace}/${opts.configmap}:${opts.configKey}`,
+    force: opts.force === true,
+    ...(opts.node.length > 0 ? { only: new Set(opts.node) } : {}),
+    ignore: new Set(opts.ignoreNode),
+  });
+  for (const n of opts.node) if (!view.nodes.some((v) => v.name === n)) throw badInput(`--node ${n}: no GPU node of that name at ${api.server}; GPU nodes: ${view.nodes.map((v) => v.name).join(', ') || 'none'}`);
+  return { view, configText, resourceVersion: cm.metadata?.resourceVersion ?? '' };
+}
+
+function openApi(opts: ClusterOptions): K8sApi {
+  return new ClientNodeApi(loadKubeConfig(opts.kubeconfig, opts.context));
+}
+
+function planJson(plan: K8sPlan, view: ClusterView): unknown {
+  return {
+    nodes: plan.nodes.map((n) => ({
+      name: n.name,
+      model: n.model,
+      config: n.config,
+      configState: n.configState,
+      changeable: n.changeable,
+      reason: n.reason,
+      changed: n.changed,
+      newConfig: n.newConfig,
+      gpus: n.gpus.map((g) => ({ index: g.index, current: g.current, planned: g.planned, changed: g.changed })),
+      slicesBefore: n.slicesBefore,
+      slicesAfter: n.slicesAfter,
+      resourcesAfter: n.resourcesAfter,
+    })),
+    pending: view.pending,
+    demand: plan.demand,
+    served: plan.served,
+    unserved: plan.unserved,
+    configs: plan.configs,
+    warnings: view.warnings,
+  };
+}
+
+function printPlan(io: Io, plan: K8sPlan, view: ClusterView): void {
+  for (const w of view.warnings) io.err(`warning: ${w}`);
+  const rows = plan.nodes.map((n) => [
+    n.name,
+    n.model ?? '-',
+    n.config ?? '-',
+    n.configState ?? '-',
+    n.gpus.length > 0 ? n.gpus.map((g) => describeLayout(g.current)).join(' | ') : describeSlices(n.slicesBefore),
+    n.changed ? n.gpus.map((g) => describeLayout(g.planned)).join(' | ') : '(unchanged)',
+    n.newConfig ?? (n.changeable ? 'idle' : (n.reason ?? '')),
+  ]);
+  io.out(renderTable(['NODE', 'GPU', 'CONFIG', 'STATE', 'NOW (per GPU)', 'PLANNED (per GPU)', 'NEW CONFIG / WHY NOT'], rows));
+  io.out(`pending pods: ${view.pending.length}, waiting for ${describeSlices(plan.demand)}`);
+  io.out(`served by the plan: ${describeSlices(plan.served)}; still waiting: ${describeSlices(plan.unserved)}`);
+}
+
+function positiveSeconds(text: string, flag: string, allowZero = false): number {
+  const n = Number(text);
+  if (!Number.isFinite(n) || n < 0 || (n === 0 && !allowZero)) throw badInput(`${flag} '${text}': give a number of seconds${allowZero ? ' (0 or more)' : ' above 0'}`);
+  return n;
+}
+
+/** `migpool k8s plan|apply|manifest`. */
+export function registerK8s(program: Command, io: Io): void {
+  const k8s = program.command('k8s').description('Kubernetes with the NVIDIA GPU Operator: MIG layouts for pending pods, pod manifests for job specs');
+
+  withClusterOptions(k8s.command('plan').description('choose MIG layouts for idle GPU nodes from the slices pending pods request; changes nothing')).action(
+    async (opts: ClusterOptions) => {
+      const api = openApi(opts);
+      const { view } = await readCluster(api, opts);
+      const plan = planCluster(view);
+      if (opts.json) return writeJson(io, planJson(plan, view));
+      printPlan(io, plan, view);
+    },
+  );
+
+  withClusterOptions(
+    k8s
+      .command('apply')
+      .description("plan, then write the layouts into the MIG manager's ConfigMap, relabel the nodes and wait for the MIG manager")
+      .option('--dry-run', 'print what would be written and labelled; change nothing')
+      .option('--drain', 'cordon each node and evict its pods (not DaemonSet or static pods) first; uncordon after success')
+      .option('--timeout <seconds>', 'how long to wait for nvidia.com/mig.config.state to become success or failed, per node', '600')
+      .option('--drain-timeout <seconds>', 'how long evicted pods may take to go', '300')
+      .option('--poll <seconds>', 'how often to read the node while waiting', '2')
+      .option('--config-sync-seconds <seconds>', "wait after writing the ConfigMap before labelling, so the MIG manager's mounted copy has updated (kubelet sync)", '90'),
+  ).action(
+    async (
+      opts: ClusterOptions & { dryRun?: boolean; drain?: boolean; timeout: string; drainTimeout: string; poll: string; configSyncSeconds: string },
+    ) => {
+      const timeoutSeconds = positiveSeconds(opts.timeout, '--timeout');
+      const drainTimeoutSeconds = positiveSeconds(opts.drainTimeout, '--drain-timeout');
+      const pollSeconds = positiveSeconds(opts.poll, '--poll');
+      const configSyncSeconds = positiveSeconds(opts.configSyncSeconds, '--config-sync-seconds', true);
+      const api = openApi(opts);
+      const { view, configText, resourceVersion } = await readCluster(api, opts);
+      const plan = planCluster(view);
+      const result: ApplyResult = await applyPlan(api, plan, view, configText, resourceVersion, {
+        namespace: opts.namespace,
+        configMap: opts.configmap,
+        key: opts.configKey,
+        drain: opts.drain === true,
+        force: opts.force === true,
+        dryRun: opts.dryRun === true,
+        timeoutSeconds,
+        drainTimeoutSeconds,
+        pollSeconds,
+        configSyncSeconds,
+        clock: { now: () => Date.now(), sleep: (ms) => sleep(ms) },
+        log: (line) => {
+          if (!opts.json) io.err(line);
+        },
+      });
+      if (opts.json) {
+        writeJson(io, { dryRun: opts.dryRun === true, plan: planJson(plan, view), configMap: result.configMap, nodes: result.nodes });
+      } else {
+        printPlan(io, plan, view);
+        if (result.nodes.length === 0) io.out('nothing to change');
+        if (opts.dryRun && result.nodes.length > 0) {
+          io.out(`dry run: would add ${result.configMap.added.join(', ') || 'no config'} to ConfigMap ${opts.namespace}/${opts.configmap}${result.configMap.removed.length > 0 ? ` and remove ${result.configMap.removed.join(', ')}` : ''}`);
+          for (const c of Object.keys(plan.configs)) io.out(YAML.stringify({ [c]: plan.configs[c] }, { lineWidth: 0 }).trimEnd());
+        }
+        for (const n of result.nodes) {
+          const tail = n.outcome === 'dry-run' ? `would label ${n.node} nvidia.com/mig.config=${n.config}${opts.drain ? ' (after cordon and drain)' : ''}` : `${n.node}: ${n.outcome}`;
+          io.out(`${tail}${n.outcome === 'success' ? `, advertises ${describeSlices(n.advertised)}` : ''}${n.message ? ` (${n.message})` : ''}`);
+        }
+      }
+      const bad = result.nodes.filter((n) => n.outcome === 'failed' || n.outcome === 'timeout');
+      if (bad.length > 0) {
+        throw new MigpoolError('RUNTIME', `${bad.length} node(s) not reconfigured: ${bad.map((n) => `${n.node} ${n.outcome}${n.message ? ` (${n.message})` : ''}`).join('; ')}`, { quiet: opts.json === true });
+      }
+    },
+  );
+
+  k8s
+    .command('manifest')
+    .description('turn job specs (the YAML of migpool submit) into Pod or batch/v1 Job manifests requesting their slice')
+    .argument('<files...>', 'job spec files (YAML or JSON; one spec, a list, or several documents each)')
+    .option('--image <image>', 'container image to run the command in (required: job specs name none)')
+    .option('--kind <kind>', 'Pod or Job', 'Job')
+    .option('--gpu <model>', 'GPU model the cluster has, to turn resources.memory into the smallest MIG profile that holds it')
+    .option('--namespace <ns>', 'metadata.namespace of the manifests (default: none, kubectl uses its own)')
+    .option('--foreground-class <name>', "priorityClassName for foreground jobs ('' for none)", 'migpool-foreground')
+    .option('--background-class <name>', "priorityClassName for background jobs ('' for none)", 'migpool-background')
+    .option('-o, --output <format>', 'yaml or json', 'yaml')
+    .action(
+      async (
+        files: string[],
+        opts: { image?: string; kind: string; gpu?: string; namespace?: string; foregroundClass: string; backgroundClass: string; output: string },
+      ) => {
+        const kind = ({ pod: 'Pod', job: 'Job' } as Record<string, ManifestKind>)[opts.kind.toLowerCase()];
+        if (!kind) throw badInput(`--kind '${opts.kind}': use Pod or Job`);
+        if (opts.image === undefined || opts.image.trim() === '') {
+          throw badInput('--image is required: a job spec names a command but no container image; give the image that holds the program, e.g. --image nvcr.io/nvidia/pytorch:24.08-py3');
+        }
+        const image = opts.image;
+        if (opts.output !== 'yaml' && opts.output !== 'json') throw badInput(`-o '${opts.output}': use yaml or json`);
+        const manifests: unknown[] = [];
+        for (const file of files) {
+          for (const { where, spec } of await readSpecFile(file)) {
+            manifests.push(
+              jobManifest(spec, where, {
+                kind,
+                image,
+                ...(opts.gpu !== undefined ? { gpu: opts.gpu } : {}),
+                ...(opts.namespace !== undefined ? { namespace: opts.namespace } : {}),
+                priorityClasses: { foreground: opts.foregroundClass, background: opts.backgroundClass },
+              }),
+            );
+          }
+        }
+        if (opts.output === 'json') {
+          return writeJson(io, manifests.length === 1 ? manifests[0] : { apiVersion: 'v1', kind: 'List', items: manifests });
+        }
+        io.out(manifests.map((m) => YAML.stringify(m, { lineWidth: 0 }).trimEnd()).join('\n---\n'));
+      },
+    );
+}

@@ -1,0 +1,133 @@
+/**
+ * The {@link K8sApi} port over @kubernetes/client-node 1.4: kubeconfig found as kubectl finds it,
+ * patches sent with the content type each needs, and API failures turned into one-line errors.
+ */
+import { ApiException, CoreV1Api, KubeConfig, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
+import { badInput, MigpoolError } from '../errors.js';
+import type { ConfigMapObject, DrainPodObject, K8sApi } from './api.js';
+import type { NodeObject } from './inventory.js';
+
+/**
+ * Loads a kubeconfig as kubectl does: `file` when given (`--kubeconfig`), else `$KUBECONFIG`
+ * (paths joined by `:`, merged), else `~/.kube/config`, else the in-cluster service account.
+ */
+export function loadKubeConfig(file?: string, context?: string): KubeConfig {
+  const kc = new KubeConfig();
+  try {
+    if (file) kc.loadFromFile(file);
+    else kc.loadFromDefault();
+  } catch (e) {
+    const where = file ? `--kubeconfig '${file}'` : `the kubeconfig (${process.env['KUBECONFIG'] ? `KUBECONFIG=${process.env['KUBECONFIG']}` : '~/.kube/config'})`;
+    throw badInput(`cannot load ${where}: ${(e as Error).message.split('\n')[0]}; give a readable kubeconfig with --kubeconfig FILE`);
+  }
+  if (context) {
+    if (!kc.getContexts().some((c) => c.name === context)) {
+      throw badInput(`--context '${context}' is not in the kubeconfig; it has ${kc.getContexts().map((c) => c.name).join(', ') || 'no contexts'}`);
+    }
+    kc.setCurrentContext(context);
+  }
+  if (!kc.getCurrentCluster()) throw badInput('the kubeconfig names no current cluster; set current-context or pass --context NAME');
+  return kc;
+}
+
+/** The `message` of a Kubernetes Status object in an error body, if there is one. */
+function statusMessage(body: unknown): string | null {
+  let value: unknown = body;
+  if (typeof body === 'string') {
+    try {
+      value = JSON.parse(body);
+    } catch {
+      return body.trim() === '' ? null : (body.trim().split('\n')[0] ?? null);
+    }
+  }
+  if (value && typeof value === 'object' && 'message' in value && typeof (value as { message: unknown }).message === 'string') {
+    return (value as { message: string }).message;
+  }
+  return null;
+}
+
+/** A failed call as one line: what was asked, of which server, what it said, what to do. */
+export function apiError(server: string, what: string, e: unknown): MigpoolError {
+  if (e instanceof MigpoolError) return e;
+  if (e instanceof ApiException) {
+    const code = (e as ApiException<unknown>).code;
+    const said = statusMessage((e as ApiException<unknown>).body) ?? (e as Error).message.split('\n')[0] ?? '';
+    if (code === 401) return new MigpoolError('RUNTIME', `${what}: the Kubernetes API at ${server} refused the credentials (401); refresh the kubeconfig's token or certificate`, { status: code });
+    if (code === 403) return new MigpoolError('RUNTIME', `${what}: forbidden (403) by the Kubernetes API at ${server}: ${said}; grant the user the RBAC rights listed in the README (Kubernetes section)`, { status: code });
+    if (code === 404) return new MigpoolError('BAD_INPUT', `${what}: not found (404) at ${server}: ${said}`, { status: code });
+    if (code === 409) return new MigpoolError('RUNTIME', `${what}: conflict (409): ${said}; someone changed it meanwhile; run the command again`, { status: code });
+    return new MigpoolError('RUNTIME', `${what}: the Kubernetes API at ${server} answered ${code}: ${said}`, { status: code });
+  }
+  const err = e as { code?: string; cause?: { code?: string }; message?: string };
+  const code = err.code ?? err.cause?.code;
+  const detail = code ?? (err.message ?? String(e)).split('\n')[0];
+  return new MigpoolError('RUNTIME', `${what}: cannot reach the Kubernetes API at ${server} (${detail}); check that the cluster is up and the kubeconfig (--kubeconfig, KUBECONFIG, --context) points at it`, { code });
+}
+
+/** The port over client-node. */
+export class ClientNodeApi implements K8sApi {
+  readonly server: string;
+  private readonly core: CoreV1Api;
+
+  constructor(kc: KubeConfig) {
+    this.server = kc.getCurrentCluster()?.server ?? '(no server)';
+    this.core = kc.makeApiClient(CoreV1Api);
+  }
+
+  private async call<T>(what: string, f: () => Promise<T>): Promise<T> {
+    try {
+      return await f();
+    } catch (e) {
+      throw apiError(this.server, what, e);
+    }
+  }
+
+  async listNodes(): Promise<NodeObject[]> {
+    return this.call('listing nodes', async () => (await this.core.listNode()).items);
+  }
+
+  async readNode(name: string): Promise<NodeObject> {
+    return this.call(`reading node ${name}`, () => this.core.readNode({ name }));
+  }
+
+  async listPods(fieldSelector: string): Promise<DrainPodObject[]> {
+    return this.call(`listing pods (${fieldSelector})`, async () => (await this.core.listPodForAllNamespaces({ fieldSelector })).items);
+  }
+
+  async readConfigMap(namespace: string, name: string): Promise<ConfigMapObject> {
+    return this.call(`reading ConfigMap ${namespace}/${name}`, () => this.core.readNamespacedConfigMap({ namespace, name }));
+  }
+
+  async patchConfigMapData(namespace: string, name: string, data: Readonly<Record<string, string>>, resourceVersion: string): Promise<ConfigMapObject> {
+    return this.call(`updating ConfigMap ${namespace}/${name}`, () =>
+      this.core.patchNamespacedConfigMap(
+        { namespace, name, body: { metadata: { resourceVersion }, data }, fieldManager: 'migpool' },
+        setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+      ),
+    );
+  }
+
+  async patchNodeLabels(name: string, labels: Readonly<Record<string, string | null>>): Promise<NodeObject> {
+    return this.call(`labelling node ${name}`, () =>
+      this.core.patchNode({ name, body: { metadata: { labels } }, fieldManager: 'migpool' }, setHeaderOptions('Content-Type', PatchStrategy.StrategicMergePatch)),
+    );
+  }
+
+  async setUnschedulable(name: string, unschedulable: boolean): Promise<NodeObject> {
+    return this.call(`${unschedulable ? 'cordoning' : 'uncordoning'} node ${name}`, () =>
+      this.core.patchNode({ name, body: { spec: { unschedulable } }, fieldManager: 'migpool' }, setHeaderOptions('Content-Type', PatchStrategy.StrategicMergePatch)),
+    );
+  }
+
+  async evictPod(namespace: string, name: string): Promise<boolean> {
+    try {
+      await this.core.createNamespacedPodEviction({ namespace, name, body: { apiVersion: 'policy/v1', kind: 'Eviction', metadata: { name, namespace } } });
+      return true;
+    } catch (e) {
+      if (e instanceof ApiException && (e as ApiException<unknown>).code === 429) return false;
+      // Already gone: nothing left to evict.
+      if (e instanceof ApiException && (e as ApiException<unknown>).code === 404) return true;
+      throw apiError(this.server, `evicting pod ${namespace}/${name}`, e);
+    }
+  }
+}
