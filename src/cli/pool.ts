@@ -4,7 +4,9 @@ import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { badInput, MigpoolError } from '../errors.js';
 import { PoolServiceImpl } from '../control/service.js';
+import type { Executor } from '../exec/executor.js';
 import { createLocalExecutor } from '../exec/local-executor.js';
+import { createSlurmExecutor } from '../exec/slurm-executor.js';
 import { parsePolicy } from '../sched/registry.js';
 import { buildServer } from '../server/app.js';
 import { loadOrCreateToken, removeServerInfo, tokenPath, writeServerInfo, SERVER_INFO_FILE } from '../server/files.js';
@@ -26,6 +28,10 @@ export interface PoolOptions {
   readonly tickMs?: number;
   /** Accept jobs but start none (see ServiceOptions.hold) [false]. */
   readonly hold?: boolean;
+  /** Where attempts run: processes here, or jobs handed to Slurm with sbatch [local]. */
+  readonly executor?: 'local' | 'slurm';
+  /** Slurm executor: ms between squeue polls [2000]; GRES type of a profile (`{profile}` in a template) [`{profile}`]; more sbatch arguments. */
+  readonly slurm?: { readonly pollMs?: number; readonly gresType?: string; readonly sbatchArgs?: readonly string[] };
   readonly log?: (line: string) => void;
 }
 
@@ -71,6 +77,15 @@ async function checkNotRunning(dataDir: string): Promise<void> {
   throw badInput(`another migpool service (pid ${pid}) uses ${dataDir}: stop it first, or pass another --data-dir`);
 }
 
+function openExecutor(o: PoolOptions): Executor {
+  const kind = o.executor ?? 'local';
+  if (kind === 'local') return createLocalExecutor();
+  if (kind !== 'slurm') throw badInput(`--executor '${String(kind)}': use local or slurm`);
+  const template = o.slurm?.gresType ?? '{profile}';
+  if (!template.includes('{profile}')) throw badInput(`--slurm-gres-type '${template}': the template must hold {profile}, e.g. {profile} or nvidia_a100_{profile}`);
+  return createSlurmExecutor({ pollMs: o.slurm?.pollMs, gresType: (p) => template.replaceAll('{profile}', p), sbatchArgs: o.slurm?.sbatchArgs });
+}
+
 /** Opens the store, the GPUs and the executor, starts the live loop and the HTTP server. */
 export async function startPool(o: PoolOptions): Promise<RunningPool> {
   const { host, port } = parseListen(o.listen ?? '127.0.0.1:7070');
@@ -84,7 +99,7 @@ export async function startPool(o: PoolOptions): Promise<RunningPool> {
   const gpu = openGpuPort({ simulate: o.simulate, stateDir: o.dataDir }, {});
   const jobEnv: Record<string, string> = o.simulate ? { MIGPOOL_FAKE_NVIDIA_SMI_STATE: simulatorStatePath({ stateDir: o.dataDir }, {}) } : {};
   const store = await openStore({ dataDir: o.dataDir, databaseUrl: o.database });
-  const executor = createLocalExecutor();
+  const executor = openExecutor(o);
   const service = new PoolServiceImpl({ store, executor, gpu, policy, dataDir: o.dataDir, jobEnv, tickMs: o.tickMs, hold: o.hold, log: o.log });
   let app: FastifyInstance | null = null;
   try {

@@ -431,6 +431,7 @@ export class PoolServiceImpl implements PoolService {
         devices: placement.devices,
         maxRuntimeSeconds: rec.spec.maxRuntime ?? null,
         dir,
+        gres: placement.kind === 'instance' ? { type: placement.profile, count: 1 } : { type: null, count: placement.gpus.length },
       });
       const running = await this.update(starting, { state: 'running', process: ref });
       const wait = (running.startedAt! - running.submittedAt) / 1000;

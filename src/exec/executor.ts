@@ -40,6 +40,11 @@ export interface LaunchSpec {
   readonly maxRuntimeSeconds: number | null;
   /** Folder for this attempt (created if missing): stdout.log, stderr.log, exit status. */
   readonly dir: string;
+  /**
+   * What the placement holds, for executors that ask a cluster engine for it (Slurm's `--gres`):
+   * `count` instances of the MIG profile `type`, or `count` whole GPUs when `type` is null.
+   */
+  readonly gres?: { readonly type: string | null; readonly count: number };
 }
 
 export interface ExitReport {

@@ -64,6 +64,8 @@ export interface ProcessRef {
   readonly startTicks: string;
   /** Folder of this attempt: logs and the exit-status file. */
   readonly dir: string;
+  /** The Slurm job of the attempt, for attempts the Slurm executor submitted (then `pid` is 0). */
+  readonly slurmJobId?: string;
 }
 
 export interface JobRecord {

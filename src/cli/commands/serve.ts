@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Command } from 'commander';
 import { badInput } from '../../errors.js';
+import { splitCommandLine } from '../../exec/argv.js';
 import { resolveGpuModel } from '../../mig/catalog/index.js';
 import { predict } from '../../perf/model.js';
 import { resolveWorkload } from '../../perf/workloads.js';
@@ -18,6 +19,10 @@ interface ServeFlags {
   policy: string;
   simulate?: string;
   database?: string;
+  executor: string;
+  pollMs: string;
+  slurmGresType: string;
+  sbatchArgs?: string;
 }
 
 /** Resolves when the process is asked to stop (SIGINT, SIGTERM). */
@@ -49,10 +54,18 @@ export function registerServe(program: Command, io: Io): void {
     .option('--policy <name>', 'scheduling policy (as in `migpool simulate`)', 'migpool')
     .option('--simulate <spec>', 'simulated GPUs instead of nvidia-smi, e.g. 2xA100-SXM4-40GB (kept in the data dir)')
     .option('--database <url>', 'postgres://user:pass@host/db to keep state in PostgreSQL instead of SQLite in the data dir')
+    .option('--executor <kind>', 'local (processes on this machine) or slurm (each attempt submitted with sbatch)', 'local')
+    .option('--poll-ms <ms>', 'slurm executor: milliseconds between squeue polls', '2000')
+    .option('--slurm-gres-type <template>', "slurm executor: the GRES type of a MIG profile as gres.conf names it, '{profile}' replaced (e.g. nvidia_a100_{profile})", '{profile}')
+    .option('--sbatch-args <words>', "slurm executor: more sbatch arguments, e.g. '--partition gpu --account ml' (split as a shell would, never run by one)")
     .action(async (f: ServeFlags) => {
       const dataDir = f.dataDir ?? defaultDataDir();
-      const pool = await startPool({ dataDir, listen: f.listen, policy: f.policy, simulate: f.simulate, database: f.database, log: (l) => io.err(`migpool serve: ${l}`) });
-      io.err(`migpool serve: ${await describe(pool)}; policy ${f.policy}; state in ${f.database ? 'PostgreSQL' : join(dataDir, 'migpool.db')}`);
+      if (f.executor !== 'local' && f.executor !== 'slurm') throw badInput(`--executor '${f.executor}': use local or slurm`);
+      const pollMs = Number(f.pollMs);
+      if (!(Number.isFinite(pollMs) && pollMs >= 100 && pollMs <= 600_000)) throw badInput(`--poll-ms '${f.pollMs}': give milliseconds from 100 to 600000`);
+      const slurm = { pollMs, gresType: f.slurmGresType, sbatchArgs: f.sbatchArgs === undefined ? [] : splitCommandLine(f.sbatchArgs, '--sbatch-args') };
+      const pool = await startPool({ dataDir, listen: f.listen, policy: f.policy, simulate: f.simulate, database: f.database, executor: f.executor, slurm, log: (l) => io.err(`migpool serve: ${l}`) });
+      io.err(`migpool serve: ${await describe(pool)}; policy ${f.policy}; ${f.executor === 'slurm' ? 'jobs go to Slurm (sbatch)' : 'jobs run here'}; state in ${f.database ? 'PostgreSQL' : join(dataDir, 'migpool.db')}`);
       io.err(`migpool serve: API and dashboard at ${pool.url}/ (token in ${join(dataDir, 'token')}); Ctrl-C stops the service, jobs keep running`);
       const sig = await untilSignal();
       io.err(`migpool serve: ${sig}: stopping (running jobs are left running and re-adopted at the next start)`);

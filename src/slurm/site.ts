@@ -1,0 +1,116 @@
+/**
+ * The site file of `migpool slurm plan|apply` (`--nodes nodes.yaml`): which Slurm nodes migpool may
+ * re-partition, their GPUs, and how to reach them.
+ *
+ * ```yaml
+ * defaults:                        # for every node; each node may override any of these
+ *   remote: [ssh, "{node}"]        # argv prefix that runs a command on the node ([]: run it here)
+ *   migpool: [migpool]             # how migpool is started there
+ *   gresConf: /etc/slurm/gres.conf # where this machine sees the gres.conf to rewrite
+ *   slurmConf: /etc/slurm/slurm.conf
+ *   devices: /dev/nvidia{n}        # File= of the n-th GRES device in gres.conf; absent: AutoDetect=nvml, gres.conf left alone
+ *   gresTypes: profile             # GRES type names: profile (1g.5gb) or nvml (nvidia_a100_1g.5gb, as AutoDetect=nvml names them)
+ *   restartSlurmd: [systemctl, restart, slurmd]       # run on the node (through remote)
+ *   restartController: [systemctl, restart, slurmctld] # run here
+ * nodes:
+ *   gpu01: {gpu: A100-SXM4-40GB, count: 8}
+ * ```
+ */
+import { readFileSync } from 'node:fs';
+import YAML from 'yaml';
+import { z } from 'zod';
+import { badInput } from '../errors.js';
+import { resolveGpuModel } from '../mig/catalog/index.js';
+import type { GpuModel } from '../mig/types.js';
+
+export interface SiteNode {
+  readonly name: string;
+  readonly model: GpuModel;
+  readonly count: number;
+  readonly remote: readonly string[];
+  readonly migpool: readonly string[];
+  readonly gresConf: string;
+  readonly slurmConf: string;
+  readonly devices: string | null;
+  readonly gresTypes: 'profile' | 'nvml';
+  readonly restartSlurmd: readonly string[];
+  readonly restartController: readonly string[];
+}
+
+const argv = z.array(z.string());
+const settings = z
+  .object({
+    remote: argv,
+    migpool: argv.min(1),
+    gresConf: z.string().min(1),
+    slurmConf: z.string().min(1),
+    devices: z.string().min(1).nullable(),
+    gresTypes: z.enum(['profile', 'nvml']),
+    restartSlurmd: argv,
+    restartController: argv,
+  })
+  .strict()
+  .partial();
+const nodeSchema = settings.extend({ gpu: z.string().min(1), count: z.number().int().min(1).max(64) }).strict();
+const fileSchema = z.object({ defaults: settings.optional(), nodes: z.record(z.string(), nodeSchema) }).strict();
+
+const DEFAULTS = {
+  remote: ['ssh', '{node}'],
+  migpool: ['migpool'],
+  gresConf: '/etc/slurm/gres.conf',
+  slurmConf: '/etc/slurm/slurm.conf',
+  devices: null,
+  gresTypes: 'profile',
+  restartSlurmd: ['systemctl', 'restart', 'slurmd'],
+  restartController: ['systemctl', 'restart', 'slurmctld'],
+} as const;
+
+/** Parses a site file's text (`where` names it in errors). */
+export function parseSiteFile(text: string, where: string, env: NodeJS.ProcessEnv = process.env): SiteNode[] {
+  let doc: unknown;
+  try {
+    doc = YAML.parse(text);
+  } catch (e) {
+    throw badInput(`${where}: not YAML (${(e as Error).message.split('\n')[0]}); see README's Slurm section for the format`);
+  }
+  const parsed = fileSchema.safeParse(doc);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    throw badInput(`${where}: ${issue.path.join('.') || 'the file'}: ${issue.message}; see README's Slurm section for the format`);
+  }
+  const defaults = { ...DEFAULTS, ...parsed.data.defaults };
+  return Object.entries(parsed.data.nodes).map(([name, n]) => {
+    if (!/^[^\s=,#[\]]+$/.test(name)) throw badInput(`${where}: nodes.${name}: not a single Slurm node name; list each node by its NodeName`);
+    let model: GpuModel;
+    try {
+      model = resolveGpuModel(n.gpu);
+    } catch (e) {
+      throw badInput(`${where}: nodes.${name}.gpu: ${(e as Error).message}`);
+    }
+    const s = { ...defaults, ...n };
+    const expand = (words: readonly string[]) => words.map((w) => w.replaceAll('{node}', name));
+    return {
+      name,
+      model,
+      count: n.count,
+      remote: expand(s.remote),
+      migpool: expand(s.migpool),
+      gresConf: s.gresConf.replaceAll('{node}', name),
+      slurmConf: (env['SLURM_CONF'] !== undefined && parsed.data.defaults?.slurmConf === undefined && n.slurmConf === undefined ? env['SLURM_CONF'] : s.slurmConf).replaceAll('{node}', name),
+      devices: s.devices,
+      gresTypes: s.gresTypes,
+      restartSlurmd: expand(s.restartSlurmd),
+      restartController: expand(s.restartController),
+    };
+  });
+}
+
+export function loadSiteFile(path: string): SiteNode[] {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (e) {
+    throw badInput(`--nodes ${path}: cannot read it (${(e as NodeJS.ErrnoException).code ?? (e as Error).message}); give the site file that lists the GPU nodes`);
+  }
+  return parseSiteFile(text, path);
+}
