@@ -288,6 +288,7 @@ describe('migpool k8s manifest', () => {
     expect(r.code).toBe(0);
     const job = YAML.parse(r.out) as { kind: string; spec: { backoffLimit: number; template: { spec: { priorityClassName: string; activeDeadlineSeconds: number; containers: { resources: { limits: Record<string, number> }; command: string[]; args: string[] }[] } } } };
     expect(job.kind).toBe('Job');
+    expect(r.out).not.toMatch(/[&*]a1/); // no YAML anchors: plain manifests
     expect(job.spec.backoffLimit).toBe(2);
     expect(job.spec.template.spec.activeDeadlineSeconds).toBe(7200);
     expect(job.spec.template.spec.priorityClassName).toBe('migpool-background');

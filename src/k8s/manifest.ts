@@ -117,6 +117,6 @@ export function jobManifest(raw: unknown, where: string, options: ManifestOption
     apiVersion: 'batch/v1',
     kind: 'Job',
     metadata,
-    spec: { backoffLimit: spec.retries, template: { metadata: { labels }, spec: podSpec } },
+    spec: { backoffLimit: spec.retries, template: { metadata: { labels: { ...labels } }, spec: podSpec } },
   };
 }
