@@ -206,6 +206,18 @@ describe('migpool k8s apply', () => {
     expect((server!.node('idle-a100')['spec'] as { unschedulable?: boolean }).unschedulable).toBe(true);
   });
 
+  it('a PodDisruptionBudget that keeps refusing: the node stays cordoned and keeps its label, exit 3', async () => {
+    const s = scenario();
+    const kubeconfig = await start({ ...s, pods: [...(s.pods ?? []), gpuPod('web', 'guarded', {}, 'idle-a100', { annotations: { 'test/pdb-blocks': 'true' } })] });
+    const r = await cli('k8s', 'apply', '--kubeconfig', kubeconfig, '--drain', '--drain-timeout', '0.2', ...FAST);
+    expect(r.code).toBe(3);
+    expect(r.err.trim().split('\n').pop()).toMatch(/idle-a100 timeout \(pods still on the node after 0.2s: web\/guarded; the node stays cordoned and its label unchanged\)$/);
+    expect(server!.pod('web', 'guarded')).toBeDefined();
+    expect(server!.requests.filter((q) => q.path.endsWith('/eviction')).length).toBeGreaterThan(1);
+    expect(labels(server!.node('idle-a100'))['nvidia.com/mig.config']).toBe('all-3g.20gb');
+    expect((server!.node('idle-a100')['spec'] as { unschedulable?: boolean }).unschedulable).toBe(true);
+  });
+
   it('--force re-partitions a node whose slices pods hold', async () => {
     const kubeconfig = await start({
       nodes: [gpuNode('busy-a100', { config: 'all-3g.20gb', resources: { 'nvidia.com/mig-3g.20gb': 2 } })],
