@@ -76,7 +76,7 @@ describe.skipIf(!enabled)('Slurm end to end', () => {
     execFileSync(RESTART, ['slurmctld']);
     try {
       execFileSync('scontrol', ['update', 'partitionname=debug', 'state=up']);
-      execFileSync('scontrol', ['update', 'nodename=' + sh('hostname', '-s').trim(), 'state=resume']);
+      execFileSync('scontrol', ['update', 'nodename=' + sh('hostname', '-s').trim(), 'state=resume'], { stdio: 'ignore' });
     } catch {
       // already up and not drained
     }
