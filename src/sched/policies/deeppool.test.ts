@@ -65,6 +65,15 @@ describe('deeppool policy in the simulator', () => {
     expect(done['B4']).toBeCloseTo(60);
   });
 
+  it('runs a foreground job data-parallel while another foreground job waits for GPUs, burst-parallel once none waits', () => {
+    const two = [fg('F1', 4, 100), fg('F2', 4, 10)];
+    const r = simulate({ fleet: parseFleet('4xA100-SXM4-40GB'), jobs: two, policy: deeppoolPolicy(), seed: 1, scaling: STUB_SCALING });
+    const done = completions(two, r.jcts);
+    // F1 data-parallel at 2 GPUs' worth while F2 waits (done at 50); F2 then alone, burst at 1.5.
+    expect(done['F1']).toBeCloseTo(50);
+    expect(done['F2']).toBeCloseTo(50 + 10 / 1.5);
+  });
+
   it('a job filling a GPU keeps it alone, at full speed, when the burst job ends', () => {
     const two = [fg('F', 2, 3), bg('B', 10)];
     const r = simulate({ fleet: parseFleet('2xA100-SXM4-40GB'), jobs: two, policy: deeppoolPolicy(), seed: 1, scaling: STUB_SCALING });

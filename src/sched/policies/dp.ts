@@ -14,7 +14,9 @@ export const MIN_FILL_SHARE = 0.05;
  *   the latest started first; the first foreground job that still cannot start blocks the
  *   foreground jobs behind it (no backfill, so large jobs are not starved);
  * - `burst`: a multi-GPU foreground job with `strongScaling` runs burst-parallel (when the context
- *   has a scaling model); otherwise such jobs run data-parallel (the simulator's default);
+ *   has a scaling model) unless a foreground job is left waiting for GPUs in the same call: a burst
+ *   plan is slower than data parallelism on the same GPUs, and the waiting job would wait on it;
+ *   otherwise such jobs run data-parallel (the simulator's default);
  * - background jobs in queue order take idle whole GPUs; with `burst`, single-GPU background jobs
  *   then fill the idle time of burst-parallel jobs' GPUs, best background share first (one per
  *   GPU, at least MIN_FILL_SHARE, memory of both jobs within the GPU's);
@@ -35,11 +37,10 @@ export function foregroundFirstPolicy(name: string, burst: boolean): Policy {
       const fitsOn = (job: JobSpec) => (g: GpuView) => ctx.fits(job, { kind: 'whole', model: g.model });
       /** Burst-parallel jobs started by this call: their GPUs may be filled in the same call. */
       const started: { job: JobSpec; gpus: readonly number[] }[] = [];
+      /** Foreground starts, decided first; burst or not is settled once the foreground queue is known. */
+      const foreground: { job: JobSpec; gpus: readonly number[] }[] = [];
       const start = (job: JobSpec, gpus: readonly GpuView[]): void => {
-        const scaled = burst && ctx.scaling !== undefined && job.strongScaling !== undefined && job.gpus > 1;
-        const ids = gpus.map((g) => g.id);
-        decisions.push({ kind: 'start-on-gpus', job: job.id, gpus: ids, sharing: 'exclusive', ...(scaled ? { parallelism: 'burst' as const } : {}) });
-        if (scaled) started.push({ job, gpus: ids });
+        foreground.push({ job, gpus: gpus.map((g) => g.id) });
       };
 
       for (const job of view.queue) {
@@ -67,6 +68,15 @@ export function foregroundFirstPolicy(name: string, burst: boolean): Policy {
           decisions.push({ kind: 'preempt', job: r.spec.id });
         }
         start(job, [...mine, ...theirs.map((r) => gpuOf(view, r))]);
+      }
+      // A burst plan trades the foreground job's latency for idle GPU time that background jobs
+      // fill. While foreground jobs are left waiting for GPUs that trade loses (the queue waits on
+      // the slower job), so they run data-parallel then.
+      const burstNow = burst && ctx.scaling !== undefined && !blocked;
+      for (const { job, gpus } of foreground) {
+        const scaled = burstNow && job.strongScaling !== undefined && job.gpus > 1;
+        decisions.push({ kind: 'start-on-gpus', job: job.id, gpus, sharing: 'exclusive', ...(scaled ? { parallelism: 'burst' as const } : {}) });
+        if (scaled) started.push({ job, gpus });
       }
 
       let slots: { gpu: number; share: number; memory: number }[] | null = null;
