@@ -2,7 +2,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { parsePolicy } from '../src/sched/registry.js';
 import { simulate } from '../src/sim/engine.js';
 import { parseFleet } from '../src/sim/fleet.js';
-import { createRandom } from '../src/sim/random.js';
+import { createRandom } from '../src/random.js';
 import { parsePhillyTrace } from '../src/sim/traces/philly.js';
 
 /** Where the Philly trace may sit: the project's data/ or the shared data folder beside it. */

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { linearLayer, loadBuiltIn } from '../../test/burst-fixtures.js';
 import { MigpoolError } from '../errors.js';
-import { createRandom } from '../sim/random.js';
+import { createRandom } from '../random.js';
 import { computeMs, DEFAULT_NETWORK, layerCost, transferMs } from './cost.js';
 import { evaluatePlan, planBurst, planDataParallel, singleGpuMs, splitOptions } from './planner.js';
 import type { Layer, ModelGraph, Network, PlanRequest } from './types.js';

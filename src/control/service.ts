@@ -10,7 +10,7 @@ import type { Workload } from '../perf/types.js';
 import { resolveWorkload } from '../perf/workloads.js';
 import type { ClusterView, Decision, GpuView, JobSpec, Policy, PolicyContext, RunningJobView } from '../sched/types.js';
 import type { GpuSnapshot, LogChunk, PoolService, ServiceStats } from '../server/service-port.js';
-import { createRandom } from '../sim/random.js';
+import { createRandom } from '../random.js';
 import type { EventRecord, JobFilter, JobPatch, JobPlacement, JobRecord, NewEvent, Store } from '../store/types.js';
 import { parseJobSpec, type JobSpecInput } from './job-spec.js';
 import { applyLayout } from './layout-apply.js';

@@ -3,19 +3,8 @@
  * instance's compute and memory slices by a per-job exponent, that need a per-job amount of memory.
  */
 import type { GpuModel } from '../mig/types.js';
+import { createRandom } from '../random.js';
 import { FULL_GPU, type PackingJob, type PackingProblem } from './types.js';
-
-/** mulberry32: a small seeded generator of uniform numbers in [0, 1). */
-export function seededRandom(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 export interface RandomProblemOptions {
   readonly seed: number;
@@ -34,7 +23,7 @@ export interface RandomProblemOptions {
  * not) and `b` in [0, 0.5] (memory-bound share); it needs a share in [0, 0.6] of the GPU's memory.
  */
 export function randomProblem(options: RandomProblemOptions): PackingProblem {
-  const rnd = seededRandom(options.seed);
+  const rnd = createRandom(options.seed);
   const gpus = Array.from({ length: options.gpus }, () => options.models[Math.floor(rnd() * options.models.length)] ?? options.models[0]);
   const models = [...new Set(gpus.filter((g): g is GpuModel => g !== undefined))];
   const jobs: PackingJob[] = Array.from({ length: options.jobs }, (_, j) => {

@@ -6,7 +6,7 @@ import { predict } from '../perf/model.js';
 import type { Resource, Workload } from '../perf/types.js';
 import type { ClusterIndex, IndexedClusterView } from '../sched/policies/common.js';
 import type { Decision, GpuView, InstanceView, JobSpec, Parallelism, PolicyContext, Priority, RunningJobView, ScaledRun, SpeedQuery } from '../sched/types.js';
-import { createRandom } from './random.js';
+import { createRandom } from '../random.js';
 import type { SimMetrics, SimulationInput, SimulationResult } from './types.js';
 
 /**

@@ -8,7 +8,7 @@ import { parsePolicy, POLICY_NAMES } from '../../sched/registry.js';
 import type { JobSpec, Policy, Priority } from '../../sched/types.js';
 import { DEFAULT_RECONFIGURE_SECONDS, simulate } from '../../sim/engine.js';
 import { parseFleet } from '../../sim/fleet.js';
-import { createRandom } from '../../sim/random.js';
+import { createRandom } from '../../random.js';
 import { simulationReportHtml } from '../../sim/report.js';
 import {
   DEFAULT_MIX_SPEC,

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { resolveWorkload } from '../../perf/workloads.js';
 import { simulate } from '../../sim/engine.js';
 import { parseFleet } from '../../sim/fleet.js';
-import { createRandom } from '../../sim/random.js';
+import { createRandom } from '../../random.js';
 import { parsePolicy } from '../registry.js';
 import type { ClusterView, JobSpec, Policy } from '../types.js';
 import { Picker } from './common.js';

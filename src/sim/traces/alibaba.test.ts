@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { resolveGpuModel } from '../../mig/catalog/index.js';
-import { createRandom } from '../random.js';
+import { createRandom } from '../../random.js';
 import { parseAlibabaTrace, profileCovering, readAlibabaTrace } from './alibaba.js';
 import { parseMix } from './mix.js';
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createRandom } from '../random.js';
+import { createRandom } from '../../random.js';
 import { deepPoolTrace, meanDeepPoolJobGpuSeconds } from './deeppool.js';
 
 describe('deepPoolTrace', () => {

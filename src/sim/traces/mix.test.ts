@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createRandom } from '../random.js';
+import { createRandom } from '../../random.js';
 import { DEFAULT_MIX_SPEC, drawWorkload, formatMix, parseMix } from './mix.js';
 
 describe('parseMix', () => {

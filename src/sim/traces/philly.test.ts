@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { createRandom } from '../random.js';
+import { createRandom } from '../../random.js';
 import { parseMix } from './mix.js';
 import { parsePhillyTrace, readPhillyTrace } from './philly.js';
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createRandom } from '../random.js';
+import { createRandom } from '../../random.js';
 import { parseMix } from './mix.js';
 import { DEFAULT_DURATIONS, meanJobGpuSeconds, syntheticTrace } from './synthetic.js';
 

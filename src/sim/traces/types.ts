@@ -4,7 +4,7 @@ import type { WorkloadMix } from './mix.js';
 
 /** What every trace parser takes besides the text. */
 export interface TraceOptions {
-  /** Seeded random source in [0, 1) for the workload draws (see sim/random.ts). */
+  /** Seeded random source in [0, 1) for the workload draws (see src/random.ts). */
   readonly random: () => number;
   /** Workloads of single-GPU jobs; default DEFAULT_MIX_SPEC. */
   readonly mix?: WorkloadMix;

@@ -1,6 +1,7 @@
 /**
  * A small seeded pseudo-random source (mulberry32): the same seed always gives the same sequence.
- * The simulator hands it to policies as `ctx.random`; nothing in src/sim or src/sched uses Math.random.
+ * The simulator and the service hand it to policies as `ctx.random`; nothing in src/sim or src/sched
+ * uses Math.random. Here, beneath every layer, so that both clocks share it.
  */
 export function createRandom(seed: number): () => number {
   let state = (Math.trunc(seed) ^ 0x9e3779b9) >>> 0;
