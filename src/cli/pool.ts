@@ -55,6 +55,15 @@ export function parseListen(text: string): { host: string; port: number } {
 }
 
 /**
+ * The names a loopback listener answers to (its own address, localhost, 127.0.0.1, ::1); null for
+ * any other address, whose names the service cannot know.
+ */
+export function loopbackNames(host: string): string[] | null {
+  const loopback = host === 'localhost' || host === '::1' || /^127\.\d+\.\d+\.\d+$/.test(host);
+  return loopback ? [...new Set([host, 'localhost', '127.0.0.1', '::1'])] : null;
+}
+
+/**
  * Refuses to start a second service on a data dir whose service is still alive: the pid in
  * server.json runs and its command line is migpool's (a pid reused since a crash is not).
  */
@@ -105,7 +114,7 @@ export async function startPool(o: PoolOptions): Promise<RunningPool> {
   try {
     await service.start();
     const token = await loadOrCreateToken(o.dataDir);
-    app = await buildServer({ service, token, tokenFile: tokenPath(o.dataDir) });
+    app = await buildServer({ service, token, tokenFile: tokenPath(o.dataDir), allowedHosts: loopbackNames(host) ?? undefined });
     let address: string;
     try {
       address = await app.listen({ host, port });

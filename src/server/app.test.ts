@@ -2,7 +2,8 @@ import { Writable } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { FakePoolService } from '../../test/fake-pool-service.js';
-import { buildServer } from './app.js';
+import { loopbackNames } from '../cli/pool.js';
+import { buildServer, hostOf } from './app.js';
 
 const TOKEN = 'a'.repeat(64);
 const auth = { authorization: `Bearer ${TOKEN}` };
@@ -104,6 +105,21 @@ describe('POST /v1/jobs', () => {
     expect((await app.inject({ method: 'POST', url: '/v1/jobs/1/cancel' })).statusCode).toBe(401);
     expect((await app.inject({ method: 'DELETE', url: '/v1/jobs/1' })).statusCode).toBe(401);
     expect(fake.jobs.size).toBe(0);
+  });
+
+  it('on a loopback listener, refuses Host names it does not answer to (DNS rebinding), also for reads', async () => {
+    const guarded = await buildServer({ service: fake, token: TOKEN, processMetrics: false, allowedHosts: loopbackNames('127.0.0.1')! });
+    for (const host of ['127.0.0.1:7070', 'localhost:7070', '[::1]:7070', 'LOCALHOST']) {
+      expect((await guarded.inject({ method: 'GET', url: '/v1/jobs', headers: { host } })).statusCode, host).toBe(200);
+    }
+    for (const host of ['evil.example:7070', 'evil.example', '127.0.0.1.evil.example', '[::2]:80']) {
+      const res = await guarded.inject({ method: 'GET', url: '/v1/jobs', headers: { host } });
+      expect(res.statusCode, host).toBe(403);
+      expect(res.json<{ error: { code: string; message: string } }>().error.message).toContain('--listen');
+    }
+    await guarded.close();
+    expect(loopbackNames('0.0.0.0')).toBeNull();
+    expect(hostOf('[::1]:80')).toBe('::1');
   });
 
   it('names the token file it was given in 401s', async () => {

@@ -42,6 +42,21 @@ export interface ServerOptions {
   readonly version?: string;
   /** Publish process metrics on /metrics. Default true. */
   readonly processMetrics?: boolean;
+  /**
+   * Host names (without port) requests may name in their Host header; others get 403. Guards a
+   * loopback listener against DNS rebinding: a web page whose name is made to point at 127.0.0.1
+   * would otherwise read the API from the user's browser. Absent: any host.
+   */
+  readonly allowedHosts?: readonly string[];
+}
+
+/** The host name of a Host header, without its port and brackets, lower-cased. */
+export function hostOf(header: string | undefined): string {
+  const h = (header ?? '').trim().toLowerCase();
+  const bracketed = /^\[([^\]]*)\]/.exec(h);
+  if (bracketed) return bracketed[1] ?? '';
+  // A bare IPv6 address has colons of its own and no port.
+  return h.split(':').length === 2 ? h.replace(/:\d*$/, '') : h;
 }
 
 /** Version of the HTTP API published in the OpenAPI document. */
@@ -177,7 +192,15 @@ export async function buildServer(opts: ServerOptions): Promise<FastifyInstance>
     }
   });
 
+  const allowedHosts = opts.allowedHosts ? new Set(opts.allowedHosts.map((h) => hostOf(h))) : null;
   app.addHook('onRequest', async (request) => {
+    if (allowedHosts && !allowedHosts.has(hostOf(request.headers.host))) {
+      throw new ApiError(
+        403,
+        'FORBIDDEN_HOST',
+        `Host '${request.headers.host ?? ''}' is not a name of this service (it answers to ${[...allowedHosts].join(', ')}): use one of those, or start migpool serve with --listen on the address you want to reach it by`,
+      );
+    }
     if (MUTATING_METHODS.has(request.method) && !authorized(request.headers.authorization)) {
       throw new ApiError(
         401,
