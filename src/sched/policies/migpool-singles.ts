@@ -29,7 +29,8 @@ function smallestProfile(model: GpuModel): string | undefined {
 }
 
 /**
- * Places single-GPU jobs of one priority, in serve order:
+ * Places single-GPU jobs of one priority, in serve order (those looked at: as many as could start
+ * now, skipping, when no GPU is idle, those that no idle instance suits):
  * - when they (and the multi-GPU jobs waiting, `otherDemand`) do not outnumber the idle GPUs,
  *   each gets a whole GPU;
  * - otherwise jobs that no slice suits take whole GPUs first; then the jobs that lose most on a
@@ -80,6 +81,27 @@ export function placeSingles(plan: Plan, all: readonly JobSpec[], sc: SinglesCon
     const cost = rc + RESTART_SECONDS;
     return shared + cost < run ? shared + (job.work - shared * speed) + cost : run;
   };
+  /**
+   * The first `cap` jobs in serve order; when no GPU is idle, past the first GPU's worth (which
+   * may share a busy GPU) only jobs that some idle instance's profile suits, so that jobs that
+   * cannot start anywhere now (a profile floor above every idle instance, too slow on them) do not
+   * hold the idle instances back from the jobs behind them.
+   */
+  function lookedAt(queue: readonly JobSpec[], cap: number): readonly JobSpec[] {
+    if (queue.length <= cap || plan.idleGpus().length > 0 || plan.idleInstances === 0) return queue.slice(0, cap);
+    const kinds = new Map<string, { model: GpuModel; profile: string }>();
+    for (const g of plan.partial) {
+      if (plan.touched.has(g.id)) continue;
+      for (const i of g.instances) if (isInstanceUsable(g, i, now)) kinds.set(`${g.model.name}|${i.profile.name}`, { model: g.model, profile: i.profile.name });
+    }
+    const idle = [...kinds.values()];
+    const out: JobSpec[] = [];
+    for (const job of queue) {
+      if (out.length >= cap) break;
+      if (out.length < MAX_PER_GPU || idle.some((k) => sliceFits(job, k.model, k.profile, 0))) out.push(job);
+    }
+    return out;
+  }
   const giveWholeIfAny = (job: JobSpec) => {
     const g = plan.takeIdle((h) => plan.wholeOk(job, h));
     if (g) plan.giveWhole(job, g);
@@ -87,7 +109,7 @@ export function placeSingles(plan: Plan, all: readonly JobSpec[], sc: SinglesCon
 
   // Only the jobs that could start now are looked at (the rest wait their turn): on idle GPUs,
   // idle instances, the idle part of partly used GPUs, or shared busy GPUs (a GPU's worth).
-  const jobs = all.slice(0, (plan.idleGpus().length + plan.partial.length + 1) * MAX_PER_GPU + plan.idleInstances);
+  const jobs = lookedAt(all, (plan.idleGpus().length + plan.partial.length + 1) * MAX_PER_GPU + plan.idleInstances);
   if (jobs.length + sc.otherDemand <= plan.idleGpus().length) {
     for (const job of jobs) giveWholeIfAny(job);
     return;

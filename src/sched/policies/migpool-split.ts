@@ -25,7 +25,8 @@ interface Split {
  * re-partition and `restartSeconds`, and runs slower for as long as it shares (the shorter of its
  * and the new job's expected runs; afterwards growth gives the space back). The best candidate is
  * taken if it saves more than the re-partition and a restart, and if every job on the GPU still
- * ends within the committed `horizon` (sharing never lengthens the schedule). Estimates come from
+ * ends within the committed `horizon` (sharing never lengthens the schedule) and, on a GPU an EASY
+ * reservation holds, by its deadline (the reserved job starts no later). Estimates come from
  * `work`, `done` and speeds, as elsewhere in migpool.
  */
 function bestSplit(plan: Plan, job: JobSpec, waitUntil: number, horizon: number, restartSeconds: number, candidates: readonly GpuView[]): Split | null {
@@ -62,8 +63,10 @@ function bestSplit(plan: Plan, job: JobSpec, waitUntil: number, horizon: number,
     const vNew = plan.speedOn(job, g.model, profileAt(startOf(job.id)));
     if (!(vNew > 0)) continue;
     const runNew = job.work / vNew;
-    // Sharing never lengthens the schedule: every job on the GPU still ends within the horizon.
-    if (now + rc + runNew > horizon) continue;
+    // Sharing never lengthens the schedule: every job on the GPU still ends within the horizon,
+    // and, on a GPU a reservation holds, by its deadline (the reserved job is not delayed).
+    const limit = Math.min(horizon, plan.deadline.get(g.id) ?? Number.POSITIVE_INFINITY);
+    if (now + rc + runNew > limit) continue;
     const cost = rc + restartSeconds;
     // The others' runs at their new speeds; once they are all done the new job grows to the whole GPU.
     let othersDone = 0;
@@ -79,7 +82,7 @@ function bestSplit(plan: Plan, job: JobSpec, waitUntil: number, horizon: number,
       const profile = profileAt(start);
       if (g.migEnabled && o.start === start && o.profile === profile) continue;
       const v = plan.speedOn(o.spec, g.model, profile);
-      if (!(v > 0) || now + rc + o.left / v > horizon) {
+      if (!(v > 0) || now + rc + o.left / v > limit) {
         saving = Number.NEGATIVE_INFINITY;
         break;
       }
@@ -108,7 +111,7 @@ export function shareBusyGpus(plan: Plan, waiting: readonly JobSpec[], waitUntil
   if (jobs.length === 0) return;
   const load = (g: GpuView) => (g.migEnabled ? g.instances.filter((i) => i.job !== null).length : g.wholeGpuJobs.length);
   const candidates = plan.view.gpus
-    .filter((g) => isSettled(g, plan.now) && !plan.touched.has(g.id) && !plan.deadline.has(g.id) && load(g) > 0 && load(g) < MAX_PER_GPU)
+    .filter((g) => isSettled(g, plan.now) && !plan.touched.has(g.id) && load(g) > 0 && load(g) < MAX_PER_GPU)
     .sort((a, b) => load(a) - load(b) || a.id - b.id)
     .slice(0, SHARE_CANDIDATES);
   for (const job of jobs) {

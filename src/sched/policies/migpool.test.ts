@@ -113,6 +113,65 @@ describe('migpool: packing and sharing', () => {
   });
 });
 
+describe('migpool: a long line (overload)', () => {
+  // Jobs that ask for a whole GPU's profile (7g.40gb) take whole GPUs only, so that the order of
+  // service alone decides who runs. An anchor holds GPU 0 far beyond everything else, so that no
+  // job below is critical.
+  const whole = { workload: large, profile: '7g.40gb' };
+
+  it('serves a short job before a long one that came first (highest response ratio)', () => {
+    // b frees GPU 1 at t=100; L (10,000 s) and S (100 s) wait. Ratios then: L (99 + 10,000) /
+    // 10,000 = 1.01, S (98 + 100) / 100 = 1.98: S runs 100..200, L 200..10,200. In queue order S
+    // would end at 10,200.
+    const jobs = [job('anchor', 0, 100_000, { workload: large }), job('b', 0, 100, { workload: large }), job('L', 1, 10_000, whole), job('S', 2, 100, whole)];
+    const r = simulate({ fleet: parseFleet('2xA100-40GB'), jobs, policy: migpoolPolicy(), seed: 1 });
+    const end = ends(jobs, r);
+    expect(end.get('S')).toBe(200);
+    expect(end.get('L')).toBe(10_200);
+  });
+
+  it('does not starve a long job behind a stream of short ones', () => {
+    // GPU 1 frees every 100 s (t=100, 200, ...), each time with a short job that arrived 50 s
+    // before (ratio 1.5) and L (1,000 s, arrived at 1; ratio (t - 1 + 1000) / 1000). L's ratio
+    // passes 1.5 once it has waited 500 s: it starts at t=600 and ends at 1,600, ahead of the
+    // 34 short jobs still to come (shortest-job-first would run it after all 40, ending at 5,100).
+    const shorts = Array.from({ length: 40 }, (_, k) => job(`s${k}`, 50 + 100 * k, 100, whole));
+    const jobs = [job('anchor', 0, 100_000, { workload: large }), job('b', 0, 100, { workload: large }), job('L', 1, 1000, whole), ...shorts];
+    const r = simulate({ fleet: parseFleet('2xA100-40GB'), jobs, policy: migpoolPolicy(), seed: 1 });
+    expect(ends(jobs, r).get('L')).toBe(1600);
+    expect(r.metrics.completed).toBe(jobs.length);
+  });
+
+  it('shares a GPU a reservation holds when its jobs still end by the shadow time', () => {
+    // x holds GPU 0 until t=100,000, y GPU 1 until t=1,000; m (2 GPUs) holds both from t=1, its
+    // shadow time 100,000. s (50 s) would wait for GPU 1 until t=1,000; y can share GPU 1 and
+    // still end long before the shadow time, so s starts at once. x, which sets the shadow time,
+    // is never slowed: m starts at 100,000 all the same.
+    const jobs = [job('x', 0, 100_000, { workload: large }), job('y', 0, 1000), job('m', 1, 100, { gpus: 2, workload: large }), job('s', 2, 50)];
+    const r = simulate({ fleet: parseFleet('2xA100-40GB'), jobs, policy: migpoolPolicy(), seed: 1 });
+    const end = ends(jobs, r);
+    expect(end.get('s') as number).toBeLessThan(200);
+    expect(end.get('y') as number).toBeLessThan(1200);
+    expect(end.get('x')).toBe(100_000);
+    expect(end.get('m')).toBe(100_100);
+  });
+
+  it('does not let jobs that no idle instance suits hold it back from the jobs behind them', () => {
+    // Seven jobs share one GPU (seven one-slice instances); the six of 300 s end at about 665 s,
+    // leaving 'a' (1,000 s on a slice: until about 2,230 s) and six idle one-slice instances.
+    // Twenty-one jobs that want the whole GPU (7g.40gb) wait from t=5 in front of z (10 s), which
+    // a one-slice instance suits: z starts there at once instead of after 'a'.
+    const seven = [job('a', 0, 1000), ...Array.from({ length: 6 }, (_, k) => job(`p${k}`, 0, 300))];
+    const blockers = Array.from({ length: 21 }, (_, k) => job(`w${k}`, 5, 1000, whole));
+    const jobs = [...seven, ...blockers, job('z', 700, 10)];
+    const r = simulate({ fleet: parseFleet('1xA100-40GB'), jobs, policy: migpoolPolicy(), seed: 1 });
+    const end = ends(jobs, r);
+    expect(end.get('a') as number).toBeGreaterThan(2000);
+    expect(end.get('z') as number).toBeLessThan(800);
+    expect(r.metrics.completed).toBe(jobs.length);
+  });
+});
+
 describe('migpool: priorities', () => {
   it('lets a foreground job take the place of a background job (checkpointed and requeued)', () => {
     const jobs = [job('bg', 0, 1000, { priority: 'background' }), job('fg', 50, 10)];

@@ -9,6 +9,18 @@ import { placeSingles } from './migpool-singles.js';
 export { RESTART_SECONDS } from './migpool-plan.js';
 
 /**
+ * Sorts single-GPU jobs by highest response ratio first: (time waited + work) / work, ties in
+ * queue order. Short jobs go first (most of the average completion time is queueing behind long
+ * jobs when the queue is long), but a job's ratio grows as it waits, by 1 for every `work`
+ * seconds, so a long job overtakes the short ones that keep arriving once it has waited a few
+ * times its own run (no starvation, unlike shortest-job-first).
+ */
+export function byResponseRatio(jobs: JobSpec[], now: number): void {
+  const ratio = new Map(jobs.map((j) => [j, (Math.max(0, now - j.arrival) + j.work) / Math.max(j.work, 1e-9)]));
+  jobs.sort((a, c) => (ratio.get(c) as number) - (ratio.get(a) as number) || a.arrival - c.arrival);
+}
+
+/**
  * migpool's policy. Principles:
  * - Whole GPUs while there are enough: when the single-GPU jobs waiting (and the GPUs waiting
  *   multi-GPU jobs want) do not outnumber the idle GPUs, each gets a whole GPU with MIG off (the
@@ -31,12 +43,21 @@ export { RESTART_SECONDS } from './migpool-plan.js';
  *   first, and only when it gains much more than the re-partition and RESTART_SECONDS. When no
  *   single-GPU job waits, the jobs of a cut GPU that left part of it idle grow into it (a bigger
  *   layout, or the whole GPU for a lone job; migpool-grow.ts).
+ * - When jobs wait, short ones go first, without starving anyone: the single-GPU jobs that are
+ *   not critical go by highest response ratio, (time waited + work) / work (byResponseRatio).
+ *   Under overload nearly all of a job's completion time is queueing, and serving the short jobs
+ *   first cuts the average the most (what SRPT does); a long job's ratio grows as it waits, so it
+ *   overtakes the short ones arriving after a few times its own run. Only the jobs that some
+ *   resource could take now are looked at: when no GPU is idle, a job that no idle instance
+ *   suits (a profile floor above them all) does not hold those instances back from the jobs
+ *   behind it.
  * - Priorities: foreground jobs are placed before background ones; a foreground job that finds
  *   nothing may preempt a background single-GPU job (it is checkpointed and requeued).
  * - No starvation: the first multi-GPU job in line, and every critical one, holds an EASY
  *   reservation (the GPUs expected to free first, whole ones before cut ones); only work expected
- *   to end by its shadow time runs on those GPUs meanwhile (migpool-reserve.ts). Single-GPU jobs
- *   go before the other multi-GPU jobs.
+ *   to end by its shadow time runs on those GPUs meanwhile, on their idle part or by sharing them
+ *   where every job there still ends by then (migpool-reserve.ts, migpool-split.ts). Single-GPU
+ *   jobs go before the other multi-GPU jobs.
  * Estimates use each job's `work` (its runtime alone on a whole GPU) and its current speed, as
  * EASY backfilling uses a user's runtime estimate; a job past its estimate is expected to run
  * half as long again.
@@ -134,10 +155,10 @@ export function migpoolPolicy(): Policy {
     // Serve order: foreground before background; within each, critical multi-GPU jobs (longest
     // first; each holds a reservation), then the first other multi-GPU job in line (it holds a
     // reservation on what is left), then critical single-GPU jobs (whole GPUs), then the other
-    // single-GPU jobs (most jobs, and short: they pack), then the other multi-GPU jobs, each
-    // group in queue order. Criticality is judged from a job's earliest start: a multi-GPU job
-    // can start only once enough GPUs are free (idle ones and expected releases add up); a
-    // single-GPU job can start now, on a slice if need be.
+    // single-GPU jobs (most jobs, and short: they pack) by highest response ratio, then the
+    // other multi-GPU jobs in queue order. Criticality is judged from a job's earliest start: a
+    // multi-GPU job can start only once enough GPUs are free (idle ones and expected releases
+    // add up); a single-GPU job can start now, on a slice if need be.
     const idleNow = plan.idleWhole.length + plan.idleMig.length;
     const earliestStart = (q: JobSpec): number => {
       if (q.gpus <= idleNow) return now;
@@ -164,6 +185,7 @@ export function migpoolPolicy(): Policy {
     }
     for (const base of [0, CLASSES]) {
       for (const r of [CRITICAL_MULTI, CRITICAL]) (buckets[base + r] as JobSpec[]).sort((a, c) => c.work - a.work || a.arrival - c.arrival);
+      byResponseRatio(buckets[base + SINGLE] as JobSpec[], now);
     }
     for (const base of [0, CLASSES]) {
       const of = (r: number) => buckets[base + r] as JobSpec[];
