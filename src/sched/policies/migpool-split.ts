@@ -23,13 +23,14 @@ interface Split {
  * new job gains (waiting for a whole GPU and running alone, against starting after the
  * re-partition on its instance) minus what the others lose: each moved job pays the
  * re-partition and `restartSeconds`, and runs slower for as long as it shares (the shorter of its
- * and the new job's expected runs; afterwards growth gives the space back). The best candidate is
+ * and the new job's expected runs, as growth then gives the space back; with a `longLine` of jobs
+ * still waiting, its whole run, as growth waits until no job does). The best candidate is
  * taken if it saves more than the re-partition and a restart, and if every job on the GPU still
  * ends within the committed `horizon` (sharing never lengthens the schedule) and, on a GPU an EASY
  * reservation holds, by its deadline (the reserved job starts no later). Estimates come from
  * `work`, `done` and speeds, as elsewhere in migpool.
  */
-function bestSplit(plan: Plan, job: JobSpec, waitUntil: number, horizon: number, restartSeconds: number, candidates: readonly GpuView[]): Split | null {
+function bestSplit(plan: Plan, job: JobSpec, waitUntil: number, horizon: number, restartSeconds: number, candidates: readonly GpuView[], longLine = false): Split | null {
   const { ctx, view } = plan;
   const now = plan.now;
   const rc = ctx.reconfigureSeconds;
@@ -86,8 +87,9 @@ function bestSplit(plan: Plan, job: JobSpec, waitUntil: number, horizon: number,
         saving = Number.NEGATIVE_INFINITY;
         break;
       }
-      // It runs slower while it shares (and grows back afterwards, at a second restart).
-      const shared = Math.min(o.left / v, newEnd);
+      // It runs slower while it shares (and grows back afterwards, at a second restart; not while
+      // a long line waits: growth waits for the line to empty).
+      const shared = longLine ? o.left / v : Math.min(o.left / v, newEnd);
       saving -= cost + shared * Math.max(0, 1 - v / o.speed) + (shared < o.left / v ? cost : 0);
       moved.push(o.spec.id);
     }
@@ -117,7 +119,8 @@ export function shareBusyGpus(plan: Plan, waiting: readonly JobSpec[], waitUntil
   for (const job of jobs) {
     const wait = waitUntil.get(job.id);
     if (wait === undefined) continue;
-    const split = bestSplit(plan, job, wait, horizon, RESTART_SECONDS, candidates);
+    // More wait than are looked at here: some still wait after this call, and growth with them.
+    const split = bestSplit(plan, job, wait, horizon, RESTART_SECONDS, candidates, waiting.length > jobs.length);
     if (!split) continue;
     for (const id of split.moved) plan.decisions.push({ kind: 'preempt', job: id });
     const assignment = new Map([...split.assignment].filter(([id]) => id === job.id || split.moved.includes(id)));
