@@ -4,7 +4,7 @@ import { predict } from '../../perf/model.js';
 import { resolveWorkload } from '../../perf/workloads.js';
 import { DEFAULT_RECONFIGURE_SECONDS, simulate } from '../../sim/engine.js';
 import { parseFleet } from '../../sim/fleet.js';
-import type { JobSpec } from '../types.js';
+import type { ClusterView, Decision, JobSpec, PolicyContext } from '../types.js';
 import { migpoolPolicy } from './migpool.js';
 import { misoPolicy } from './miso.js';
 
@@ -51,6 +51,27 @@ describe('miso policy', () => {
     // MIG on for a, re-cut for a+b, re-cut for a alone when b ends.
     expect(r.metrics.reconfigurations).toBe(3);
     expect(r.jcts[0]).toBeGreaterThan(1000);
+  });
+
+  it('keeps a job that asked for a profile off smaller slices (a floor, as everywhere)', () => {
+    const decisions: Decision[] = [];
+    const inner = misoPolicy();
+    const policy = { name: 'miso', decide: (v: ClusterView, c: PolicyContext) => inner.decide(v, c).map((d) => (decisions.push(d), d)) };
+    // a asked for the whole 7g.40gb: b may not squeeze it onto a smaller slice, so b waits for it.
+    const jobs = [job('a', 0, 1000, { profile: '7g.40gb' }), job('b', 100, 100)];
+    const r = simulate({ fleet: parseFleet('1xA100-40GB'), jobs, policy, seed: 1 });
+    expect(r.metrics.completed).toBe(2);
+    let layout: readonly { profile: string; start: number }[] | null = null;
+    const slicesOfA: number[] = [];
+    for (const d of decisions) {
+      if (d.kind === 'repartition') layout = d.layout;
+      if (d.kind === 'start-on-instance' && d.job === 'a') {
+        const profile = layout?.find((i) => i.start === d.start)?.profile;
+        slicesOfA.push(a100.giProfiles.find((q) => q.name === profile)?.computeSlices ?? 0);
+      }
+    }
+    expect(slicesOfA.length).toBeGreaterThan(0);
+    expect(Math.min(...slicesOfA)).toBe(7);
   });
 
   it('starts a lone late job on an idle cluster (no event needed)', () => {

@@ -1,4 +1,5 @@
 import type { ClusterView, Decision, GpuView, JobSpec, Policy, PolicyContext } from '../types.js';
+import { requestedSlices } from './common.js';
 import { bestLayoutFor, hasLayout } from './packing.js';
 
 /**
@@ -8,7 +9,9 @@ import { bestLayoutFor, hasLayout } from './packing.js';
  * re-partitioned to the layout that maximises the sum of its jobs' predicted speeds (MISO predicts
  * per-slice speeds from a short MPS profile; here the performance model stands in for that
  * prediction, i.e. MISO with a perfect predictor). When a job ends, the GPU is re-optimised for the
- * jobs left. Multi-GPU jobs take whole idle GPUs with MIG off, first come first served.
+ * jobs left. Multi-GPU jobs take whole idle GPUs with MIG off, first come first served. A job's
+ * requested profile is a floor on its slice (as in every policy here; MISO's paper has no such
+ * requests).
  *
  * State: the placements it has promised to jobs it checkpointed (restarted once the re-partition
  * is done). It is rebuilt from nothing but the decisions it made, so replaying the same events
@@ -33,7 +36,9 @@ export function misoPolicy(): Policy {
 
   /** Re-partition GPU g for `jobs` (its current jobs plus any new one): checkpoint, repartition, promise. */
   const reoptimise = (view: ClusterView, ctx: PolicyContext, g: GpuView, jobs: readonly JobSpec[], decisions: Decision[]): boolean => {
-    const packed = bestLayoutFor(g.model, jobs, ctx, true);
+    // A requested profile is a floor, as for every policy here: a job never gets a smaller slice.
+    const floor = (job: JobSpec, profile: string) => (g.model.giProfiles.find((q) => q.name === profile)?.computeSlices ?? 0) >= requestedSlices(job, g.model);
+    const packed = bestLayoutFor(g.model, jobs, ctx, true, floor);
     if (!packed) return false;
     const same = hasLayout(g, packed.layout) && g.instances.every((i) => !i.job || packed.assignment.get(i.job) === i.start);
     for (const i of g.instances) if (i.job && !same) decisions.push({ kind: 'preempt', job: i.job });
