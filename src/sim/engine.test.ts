@@ -155,6 +155,18 @@ describe('simulate: mechanics', () => {
       ),
     );
     expect(tooSoon.message).toContain('being created until t=10s');
+    const belowFloor = errorOf(
+      run(
+        (v) =>
+          v.now === 0
+            ? [{ kind: 'repartition', gpu: 0, layout: [{ profile: '1g.5gb', start: 0 }] }]
+            : v.now === 10
+              ? [{ kind: 'start-on-instance', job: 'a', gpu: 0, start: 0 }]
+              : [],
+        [job('a', 0, 100, { profile: '3g.20gb' })],
+      ),
+    );
+    expect(belowFloor.message).toContain('asked for 3g.20gb and 1g.5gb is smaller');
     const dropBusy = errorOf(
       run((v) =>
         v.now === 0

@@ -532,6 +532,9 @@ export function simulate(input: SimulationInput): SimulationResult {
     if (inst.readyAt > clock.now) throw bug(policyName, clock.now, `${what}: the instance is being created until t=${inst.readyAt}s`);
     if (job.spec.gpus !== 1) throw bug(policyName, clock.now, `${what}: the job wants ${job.spec.gpus} GPUs; MIG instances take single-GPU jobs only`);
     if (!fitsMemory(job.memory, inst.profile.memoryGiB)) throw bug(policyName, clock.now, `${what}: the job needs ${job.memory} GiB and ${inst.profile.name} has ${inst.profile.memoryGiB} GiB`);
+    // A requested profile is a floor: no policy may give the job fewer compute slices.
+    const floor = job.spec.profile === null ? 0 : (g.model.giProfiles.find((p) => p.name === job.spec.profile)?.computeSlices ?? 0);
+    if (inst.profile.computeSlices < floor) throw bug(policyName, clock.now, `${what}: the job asked for ${job.spec.profile} and ${inst.profile.name} is smaller`);
     beginRun(job);
     inst.job = job.spec.id;
     g.busyInstances++;
