@@ -100,6 +100,19 @@ export interface RunningJobView {
   readonly speed: number;
 }
 
+/**
+ * What production knows of a job's past, queued or running: measured, never predicted.
+ */
+export interface JobHistory {
+  /** GPU-seconds it has run so far over all its runs (GPUs held x seconds): Tiresias' attained service. */
+  readonly attainedGpuSeconds: number;
+  /** Times it was preempted (stopped and requeued) so far. */
+  readonly preemptions: number;
+}
+
+/** No history: a job that never ran. */
+export const NO_HISTORY: JobHistory = { attainedGpuSeconds: 0, preemptions: 0 };
+
 /** What a policy sees. */
 export interface ClusterView {
   readonly now: number;
@@ -107,6 +120,12 @@ export interface ClusterView {
   /** Waiting jobs in arrival order (a preempted job returns to its arrival position). */
   readonly queue: readonly JobSpec[];
   readonly running: ReadonlyMap<string, RunningJobView>;
+  /**
+   * A job's history (attained service, preemptions), for queued and running jobs; views built by
+   * hand may leave it out (read it through `historyOf` in policies/common.ts, which gives
+   * NO_HISTORY then).
+   */
+  readonly history?: (jobId: string) => JobHistory;
 }
 
 /** What a policy may do. The simulator (and the service) apply decisions in order. */

@@ -5,7 +5,7 @@ import type { GiProfile, GpuModel } from '../mig/types.js';
 import { predict } from '../perf/model.js';
 import type { Resource, Workload } from '../perf/types.js';
 import type { ClusterIndex, IndexedClusterView } from '../sched/policies/common.js';
-import type { Decision, GpuView, InstanceView, JobSpec, Parallelism, PolicyContext, Priority, RunningJobView, ScaledRun, SpeedQuery } from '../sched/types.js';
+import { NO_HISTORY, type Decision, type GpuView, type InstanceView, type JobHistory, type JobSpec, type Parallelism, type PolicyContext, type Priority, type RunningJobView, type ScaledRun, type SpeedQuery } from '../sched/types.js';
 import { createRandom } from '../random.js';
 import type { SimMetrics, SimulationInput, SimulationResult } from './types.js';
 
@@ -69,8 +69,11 @@ class Job {
   base = 0;
   since = 0;
   speed = 0;
-  /** Seconds spent running, summed over runs. */
+  /** Seconds spent running, summed over finished runs. */
   ranFor = 0;
+  /** GPU-seconds of finished runs (GPUs held x seconds; an instance counts as one GPU). */
+  attained = 0;
+  preemptions = 0;
   runStart = 0;
   finished = -1;
   version = 0;
@@ -341,6 +344,13 @@ export function simulate(input: SimulationInput): SimulationResult {
   // ---- view and context
   const queue: JobSpec[] = [];
   const running = new Map<string, Running>();
+  const history = (id: string): JobHistory => {
+    const job = byId.get(id);
+    if (!job) return NO_HISTORY;
+    const r = job.running;
+    const current = r ? (clock.now - job.runStart) * (r.placement.kind === 'gpus' ? r.placement.gpus.length : 1) : 0;
+    return { attainedGpuSeconds: job.attained + current, preemptions: job.preemptions };
+  };
   const view: IndexedClusterView = {
     get now() {
       return clock.now;
@@ -349,6 +359,7 @@ export function simulate(input: SimulationInput): SimulationResult {
     queue,
     running,
     index,
+    history,
   };
   const speeds = new Speeds();
   const random = createRandom(input.seed);
@@ -625,6 +636,7 @@ export function simulate(input: SimulationInput): SimulationResult {
     job.speed = 0;
     job.version++;
     job.ranFor += clock.now - job.runStart;
+    job.attained += (clock.now - job.runStart) * (r.placement.kind === 'gpus' ? r.placement.gpus.length : 1);
     job.running = null;
     running.delete(job.spec.id);
     setSlices(r, 0);
@@ -672,6 +684,7 @@ export function simulate(input: SimulationInput): SimulationResult {
     const job = byId.get(d.job);
     if (!job || job.status !== 'running') throw bug(policyName, clock.now, `preempt job '${d.job}': it is ${job ? job.status : 'unknown'}, not running`);
     release(job);
+    job.preemptions++;
     job.status = 'queued';
     reinserted.add(job);
     queueDirty = true;

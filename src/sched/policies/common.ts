@@ -1,5 +1,5 @@
 import type { GpuModel } from '../../mig/types.js';
-import type { ClusterView, GpuView, InstanceView, JobSpec, PolicyContext } from '../types.js';
+import { NO_HISTORY, type ClusterView, type GpuView, type InstanceView, type JobHistory, type JobSpec, type PolicyContext } from '../types.js';
 
 /**
  * Optional fast paths a cluster view may carry (the simulator's does) so that policies need not
@@ -246,4 +246,9 @@ export function estimatedReleases(view: ClusterView): GpuRelease[] {
     out.push({ at: view.now + Math.max(0, r.spec.work - r.done), gpus: r.placement.gpus.length });
   }
   return out.sort((a, b) => a.at - b.at);
+}
+
+/** A job's history from the view (attained service, preemptions); NO_HISTORY where the view has none. */
+export function historyOf(view: ClusterView, jobId: string): JobHistory {
+  return view.history ? view.history(jobId) : NO_HISTORY;
 }
