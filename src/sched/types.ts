@@ -23,8 +23,18 @@ export interface JobSpec {
   readonly work: number;
   /** GPU memory it needs, GiB; null to use the workload's (or none known). */
   readonly memoryGiB: number | null;
-  /** A MIG profile the user asked for (`1g.5gb`), or null to let the policy choose. */
+  /**
+   * A MIG profile the user asked for (`1g.5gb`), or null to let the policy choose. A floor on the
+   * instance's compute slices, unless `exactProfile`.
+   */
   readonly profile: string | null;
+  /** The job runs only on an instance of exactly `profile` (never a bigger one, nor a whole GPU) [false]. */
+  readonly exactProfile?: boolean;
+  /**
+   * Whether the job may be stopped and started again later (preempted, or moved): it checkpoints,
+   * or the user accepts a restart [true]. A policy never preempts a job that is not.
+   */
+  readonly preemptible?: boolean;
   /**
    * Opt-in: how the job scales over whole GPUs at a fixed global batch (strong scaling). Only the
    * simulator reads it, and only when it is given a ScalingModel; without either, a job on N
