@@ -4,7 +4,8 @@ import { simulate } from '../../sim/engine.js';
 import { parseFleet } from '../../sim/fleet.js';
 import { createRandom } from '../../random.js';
 import { parsePolicy } from '../registry.js';
-import type { ClusterView, JobSpec, Policy } from '../types.js';
+import type { ClusterView, Policy } from '../types.js';
+import type { TraceJob } from '../../sim/types.js';
 import { Picker } from './common.js';
 
 /** The same policy seeing a plain view, without the simulator's index. */
@@ -31,7 +32,7 @@ describe('policy helpers', () => {
   it('policies decide the same with and without the index', () => {
     const random = createRandom(7);
     const names = ['small', 'medium', 'large'].map((n) => resolveWorkload(n));
-    const jobs: JobSpec[] = Array.from({ length: 300 }, (_, i) => ({
+    const jobs: TraceJob[] = Array.from({ length: 300 }, (_, i) => ({
       id: `j${i}`,
       workload: names[Math.floor(random() * 3)] ?? names[0]!,
       gpus: random() < 0.1 ? 2 : 1,
