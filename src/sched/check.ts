@@ -75,7 +75,7 @@ export function checkDecision(view: ClusterView, d: Decision, lookup: CheckLooku
       const need = memoryOf(job);
       if (!fitsMemory(need, inst.profile.memoryGiB)) return `${what}: the job needs ${need} GiB and ${inst.profile.name} has ${inst.profile.memoryGiB} GiB`;
       if (!profileAllows(job, g.model, inst.profile)) {
-        return `${what}: the job asked for ${job.exactProfile === true ? 'exactly ' : ''}${job.profile} and got ${inst.profile.name}${job.exactProfile === true ? '' : ', which is smaller'}`;
+        return job.exactProfile === true ? `${what}: the job asked for exactly ${job.profile}, not ${inst.profile.name}` : `${what}: the job asked for ${job.profile} and ${inst.profile.name} is smaller`;
       }
       return null;
     }
