@@ -33,6 +33,9 @@ const POLICY_KEYS = [
   'utilization',
   'throughputJobsPerHour',
   'reconfigurations',
+  'slowdown',
+  'bigJobs',
+  'preemptions',
   'byPriority',
 ];
 
@@ -52,7 +55,7 @@ describe('migpool simulate', () => {
     expect(json.trace).toBe('philly');
     expect(json.fleet).toBe('8xA100-SXM4-40GB');
     expect(json.jobs).toBe(40);
-    expect(Object.keys(json)).toEqual(['trace', 'fleet', 'jobs', 'policies']);
+    expect(Object.keys(json)).toEqual(['trace', 'fleet', 'jobs', 'info', 'preemptionCostSeconds', 'seed', 'seeds', 'bounds', 'policies']);
     expect(json.policies.map((p) => p.name)).toEqual(policies);
     for (const p of json.policies) {
       expect(Object.keys(p)).toEqual(POLICY_KEYS);
@@ -91,11 +94,11 @@ describe('migpool simulate', () => {
     expect(out).toMatch(/^migpool\s+4\/4\s/m);
     expect(out).toMatch(/^migpool\s+background\s+1\/1\s/m);
     expect(out).toContain(`report: ${report}`);
-    expect(err).toMatch(/^note: seed 1; mix /);
+    expect(err).toMatch(/^note: seed 1; info noisy; preemption cost 60 s; mix /);
     const html = readFileSync(report, 'utf8');
     expect(html).toContain('<td>exclusive</td>');
     expect(html).toContain('<td>migpool</td>');
-    expect(html.match(/<svg /g)).toHaveLength(3);
+    expect(html.match(/<svg /g)).toHaveLength(4);
   });
 
   it('reads a Philly or Alibaba file given as --trace FILE by its header', async () => {

@@ -61,17 +61,18 @@ describe('simulationReportHtml', () => {
     expect(html).not.toMatch(/<script|https?:\/\/(?!www\.w3\.org)/);
   });
 
-  it('embeds three well-formed SVG charts with a line per policy', () => {
+  it('embeds four well-formed SVG charts (JCT, slowdown, utilisation, queue) with a line per policy', () => {
     const svgs = [...html.matchAll(/<svg[\s\S]*?<\/svg>/g)].map((m) => m[0]);
-    expect(svgs).toHaveLength(3);
+    expect(svgs).toHaveLength(4);
     for (const svg of svgs) {
       expect(svg).toContain('xmlns="http://www.w3.org/2000/svg"');
       expect(balanced(svg)).toBe(true);
       for (const p of policies) expect(svg).toContain(p);
     }
     expect(svgs[0]).toContain('Job completion time (CDF)');
-    expect(svgs[1]).toContain('GPU utilisation over time');
-    expect(svgs[2]).toContain('Queue length over time');
+    expect(svgs[1]).toContain('Slowdown (CDF)');
+    expect(svgs[2]).toContain('GPU utilisation over time');
+    expect(svgs[3]).toContain('Queue length over time');
   });
 
   it('keeps element ids unique across the charts', () => {
