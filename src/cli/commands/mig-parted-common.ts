@@ -51,9 +51,12 @@ export function loadHooks(hooksFile: string, io: Io, log: DebugLog): MigPartedHo
   return hooks;
 }
 
-/** How hooks run for a command: under `-d` their output is shown (stdout on stdout, stderr on stderr), as mig-parted shows it. */
-export function hookRunOptions(io: Io, debug: { on: boolean; log: DebugLog }): RunHooksOptions {
-  return debug.on ? { output: { out: (l) => io.out(l), err: (l) => io.err(l) }, onStart: (what) => debug.log(`Running ${what}`) } : {};
+/**
+ * How hooks run for a command: under `-d` their output is shown (stdout on stdout, stderr on
+ * stderr), as mig-parted shows it; with `--json` their stdout goes to stderr, keeping stdout JSON.
+ */
+export function hookRunOptions(io: Io, debug: { on: boolean; log: DebugLog }, json = false): RunHooksOptions {
+  return debug.on ? { output: { out: (l) => (json ? io.err(l) : io.out(l)), err: (l) => io.err(l) }, onStart: (what) => debug.log(`Running ${what}`) } : {};
 }
 
 /**

@@ -45,8 +45,10 @@ export function registerMigPartedState(program: Command, io: Io): void {
 
   withDebugOption(withDeviceOptions(program.command('checkpoint').description('write the MIG state of every MIG-capable GPU (mode, instances at their placements) to a file, for restore')))
     .option('-f, --checkpoint-file <file>', 'the checkpoint file (or $MIG_PARTED_CHECKPOINT_FILE)')
-    .action(async (opts: DeviceOptions & { checkpointFile?: string }) => {
+    .action(async (opts: DeviceOptions & { checkpointFile?: string }, cmd: Command) => {
+      const debug = debugLogOf(io, cmd);
       const file = checkpointFileOf(opts.checkpointFile);
+      debug.log('Fetching MIG state...');
       const found = await readCurrentState(openGpuPort(opts));
       const checkpoint = checkpointOf(found.flatMap((g) => (g.current ? [g.current] : [])));
       writeUserFile(file, formatCheckpoint(checkpoint), '-f');
@@ -96,7 +98,7 @@ export function registerMigPartedState(program: Command, io: Io): void {
             debug: debug.log,
             ...(stop ? { stopProcesses: stop } : {}),
           }),
-        hookRunOptions(io, debug),
+        hookRunOptions(io, debug, opts.json === true),
       );
       const after = (await readCurrentState(port)).flatMap((g) => (g.current ? [g.current] : []));
       const differences = checkpointDifferences(after, checkpoint, modeOnly);

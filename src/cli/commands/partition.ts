@@ -87,7 +87,7 @@ export function registerPartition(program: Command, io: Io): void {
             debug: debug.log,
             ...(stop ? { stopProcesses: stop } : {}),
           }),
-        hookRunOptions(io, debug),
+        hookRunOptions(io, debug, opts.json === true),
       );
       if (opts.json) return writeJson(io, { config: name, file, done: report.done, skipped: report.skipped, resumed: report.resumed, notes: report.notes, gpus: summary });
       if (report.resumed) io.out(`finished ${report.resumed}`);
