@@ -94,7 +94,8 @@ describe('migpool apply | assert | export on a simulated box', () => {
 });
 
 describe('migpool apply through nvidia-smi (the fake one on PATH)', () => {
-  it('applies and asserts with the real adapter', async () => {
+  // Each nvidia-smi call is a node process here: minutes on a loaded machine.
+  it('applies and asserts with the real adapter', { timeout: 300_000 }, async () => {
     const dir = mkdtempSync(join(tmpdir(), 'migpool-real-'));
     await cli('sim', 'reset', '--simulate', '2xH100-80GB', '--state-dir', dir);
     await cli('sim', 'install-nvidia-smi', join(dir, 'bin'), '--state-dir', dir);

@@ -8,6 +8,7 @@ import { registerAdvise } from './commands/advise.js';
 import { registerExport } from './commands/export.js';
 import { registerK8s } from './commands/k8s.js';
 import { registerPartition } from './commands/partition.js';
+import { registerMigPartedState } from './commands/mig-parted-state.js';
 import { registerSim } from './commands/sim.js';
 import { registerSimulate } from './commands/simulate.js';
 import { registerSlurm } from './commands/slurm.js';
@@ -22,6 +23,8 @@ export function buildProgram(io: Io): Command {
   const program = new Command('migpool')
     .description('Turn NVIDIA MIG GPUs into a shared pool for deep-learning training.')
     .version('0.1.0')
+    // mig-parted's global flag (cmd/nvidia-mig-parted/main.go): debug output for its commands.
+    .option('-d, --debug', "debug output of the mig-parted commands (apply, assert, ...) on stderr, with their hooks' output (or $MIG_PARTED_DEBUG)")
     .exitOverride()
     .configureOutput({ writeOut: (s) => io.out(s), writeErr: (s) => io.err(s) })
     .showSuggestionAfterError(true);
@@ -31,6 +34,7 @@ export function buildProgram(io: Io): Command {
   registerCheck(program, io);
   registerStatus(program, io);
   registerPartition(program, io);
+  registerMigPartedState(program, io);
   registerExport(program, io);
   registerSlurm(program, io);
   registerK8s(program, io);

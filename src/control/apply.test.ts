@@ -12,7 +12,7 @@ import { enumerateLayouts } from '../mig/geometry.js';
 import { resolveMigDevices } from '../partition/desired.js';
 import { migDeviceCounts, type DesiredGpu } from '../partition/state.js';
 import { exportMigPartedConfig } from '../partition/export.js';
-import { executePlans, planAll } from './apply.js';
+import { dryRunLines, executePlans, planAll } from './apply.js';
 import { assertDifferences, exportGpusOf } from './mig-config.js';
 import { JournalFile } from './journal.js';
 import { readCurrentState } from './state-reader.js';
@@ -147,6 +147,52 @@ describe('apply when things go wrong', () => {
     // A target that keeps the busy instance goes ahead around it.
     await apply(port, { '3g.20gb': 1, '1g.5gb': 3 });
     expect((await port.listGpuInstances(0)).some((g) => g.id === first.gpuInstanceId)).toBe(true);
+  });
+
+  it('--force with a busy instance and no way to stop its process: refuses before the first operation, changes nothing', async () => {
+    const { machine, port } = await a100WithLayout({ '1g.5gb': 7 });
+    const cis = await port.listComputeInstances(0);
+    const busy = cis[3];
+    if (!busy) throw new Error('no CI');
+    const pid = machine.attachProcess(0, { gpuInstanceId: busy.gpuInstanceId, computeInstanceId: busy.id });
+    const before = await port.listComputeInstances(0);
+    const j = journal();
+    // Before the check, this destroyed the idle instances and then failed on the busy one ("In use by another client").
+    await expect(apply(port, { '7g.40gb': 1 }, j, { force: true })).rejects.toThrow(new RegExp(`GPU 0: processes ${pid} run on instances the target destroys .*; nothing changed`));
+    expect(await port.listComputeInstances(0)).toEqual(before);
+    expect(j.read()).toBeNull();
+  });
+
+  it('--force with a way to stop the processes: stops them first, then applies in full', async () => {
+    const { machine, port } = await a100WithLayout({ '3g.20gb': 2 });
+    const [first] = await port.listComputeInstances(0);
+    if (!first) throw new Error('no CI');
+    const pid = machine.attachProcess(0, { gpuInstanceId: first.gpuInstanceId, computeInstanceId: first.id });
+    const found = await readCurrentState(port);
+    const desired = new Map<number, DesiredGpu>([[0, { migEnabled: true, groups: resolveMigDevices(found[0]?.current?.model ?? GPU_MODELS[0]!, { '7g.40gb': 1 }, 'test') }]]);
+    const { plans } = planAll(found, desired, { force: true });
+    expect(plans[0]?.forcedPids).toEqual([pid]);
+    const stopped: number[] = [];
+    await executePlans(port, plans, 'test', journal(), {
+      stopProcesses: (ps) => {
+        for (const p of ps) {
+          stopped.push(p.pid);
+          machine.detachProcess(p.pid);
+        }
+        return Promise.resolve();
+      },
+    });
+    expect(stopped).toEqual([pid]);
+    expect(await countsOf(port)).toEqual({ '7g.40gb': 1 });
+  });
+
+  it('dry-run lines under skip-reset: no reset, and no instance changes held back by the pending mode', async () => {
+    const machine = SimulatedMachine.create(parseSimulateSpec('A100-40GB'));
+    const found = await readCurrentState(new SimulatedGpuPort(machine));
+    const model = found[0]?.current?.model ?? GPU_MODELS[0]!;
+    const { plans } = planAll(found, new Map([[0, { migEnabled: true, groups: resolveMigDevices(model, { '3g.20gb': 2 }, 'test') }]]), {});
+    expect(dryRunLines(plans, false).some((l) => l.startsWith('nvidia-smi -i 0 -r'))).toBe(true);
+    expect(dryRunLines(plans, true)).toEqual(['nvidia-smi -i 0 -mig 1', expect.stringMatching(/^# GPU 0: the MIG mode change stays pending \(--skip-reset\)/)]);
   });
 
   it('insufficient resources from the driver: the error names GPU, operation and reason; the next apply finishes', async () => {

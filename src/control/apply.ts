@@ -1,4 +1,4 @@
-import { GpuError, type GpuPort } from '../gpu/port.js';
+import { GpuError, type GpuPort, type GpuProcess } from '../gpu/port.js';
 import { planGpu as planGpuFn, type GpuPlan, type PlanOperation, type PlanOptions } from '../partition/plan.js';
 import type { CurrentGpu, DesiredGpu } from '../partition/state.js';
 import { describeInterrupted, type ApplyJournal, type JournalFile } from './journal.js';
@@ -12,6 +12,14 @@ export interface ExecuteOptions {
   readonly beforeConfig?: () => Promise<void>;
   /** The wall clock, for the journal [Date]. */
   readonly now?: () => Date;
+  /**
+   * Ends processes that hold what the plans destroy or reset, before anything changes (`--force`).
+   * Without it, such processes make the apply stop before its first operation. Either way the
+   * processes are looked up again afterwards and the apply changes nothing while any remain.
+   */
+  readonly stopProcesses?: (processes: readonly GpuProcess[]) => Promise<void>;
+  /** Debug lines (mig-parted's `-d`): what the apply is about to do. */
+  readonly debug?: (line: string) => void;
 }
 
 /** What an apply did. */
@@ -66,6 +74,7 @@ export async function executePlans(port: GpuPort, plans: readonly GpuPlan[], tar
     journal.clear();
     return { done: 0, skipped: 0, notes, resumed };
   }
+  await preflight(port, ordered, options);
   journal.write(state);
   const stillPending = new Set<number>();
   const createdAt = new Map<string, number>();
@@ -79,6 +88,7 @@ export async function executePlans(port: GpuPort, plans: readonly GpuPlan[], tar
     if (nextPhase !== phase) {
       phase = nextPhase;
       await (phase === 'mode' ? options.beforeMode?.() : options.beforeConfig?.());
+      options.debug?.(phase === 'mode' ? 'Applying MIG mode change...' : 'Applying MIG device configuration...');
     }
     if (stillPending.has(op.gpu) && !MODE_KINDS.has(op.kind)) {
       entry.status = 'skipped';
@@ -87,6 +97,7 @@ export async function executePlans(port: GpuPort, plans: readonly GpuPlan[], tar
     }
     entry.status = 'running';
     journal.write(state);
+    options.debug?.(`  ${commandOf(op)}`);
     try {
       await run(op);
       entry.status = entry.status === 'running' ? 'done' : entry.status;
@@ -158,6 +169,67 @@ export async function executePlans(port: GpuPort, plans: readonly GpuPlan[], tar
       skipped++;
     }
   }
+}
+
+/**
+ * The processes an operation list would run into: those on a compute or GPU instance it destroys,
+ * and those on a GPU it may reset (the driver refuses both while a process runs there, "In use by
+ * another client", nvidia-smi(1) and the MIG user guide).
+ */
+export function processesInTheWay(operations: readonly PlanOperation[], processes: readonly GpuProcess[], skipReset = false): GpuProcess[] {
+  return processes.filter((p) =>
+    operations.some((op) => {
+      if (op.gpu !== p.gpu) return false;
+      if (op.kind === 'destroy-ci') return p.gpuInstanceId === op.gpuInstanceId && p.computeInstanceId === op.computeInstanceId;
+      if (op.kind === 'destroy-gi') return p.gpuInstanceId === op.gpuInstanceId;
+      if (op.kind === 'reset-if-pending') return !skipReset;
+      return false;
+    }),
+  );
+}
+
+/**
+ * Checks, before the first operation, that no process holds what the operations destroy or reset;
+ * with `stopProcesses` (--force) it ends them first. Throws (nothing changed) while any remain, so
+ * that an apply never stops half way on an instance in use.
+ */
+async function preflight(port: GpuPort, operations: readonly PlanOperation[], options: ExecuteOptions): Promise<void> {
+  if (!operations.some((o) => o.kind === 'destroy-ci' || o.kind === 'destroy-gi' || o.kind === 'reset-if-pending')) return;
+  let inTheWay = processesInTheWay(operations, await port.listProcesses(), options.skipReset);
+  if (inTheWay.length > 0 && options.stopProcesses) {
+    options.debug?.(`Stopping processes ${inTheWay.map((p) => p.pid).join(', ')}`);
+    await options.stopProcesses(inTheWay);
+    inTheWay = processesInTheWay(operations, await port.listProcesses(), options.skipReset);
+  }
+  if (inTheWay.length === 0) return;
+  const byGpu = new Map<number, number[]>();
+  for (const p of inTheWay) byGpu.set(p.gpu, [...(byGpu.get(p.gpu) ?? []), p.pid]);
+  const where = [...byGpu].map(([gpu, pids]) => `GPU ${gpu}: processes ${pids.join(', ')}`).join('; ');
+  const what = options.stopProcesses ? 'still run' : 'run';
+  throw new GpuError(
+    'in-use',
+    'apply',
+    null,
+    `${where} ${what} on instances the target destroys or on a GPU it resets, and the driver refuses that while they run; nothing changed: stop them${options.stopProcesses ? '' : ' (or pass --force on a simulated machine)'}, then apply again`,
+  );
+}
+
+/**
+ * What `apply --dry-run` prints: the nvidia-smi commands of the plans as an apply would run them.
+ * Under `skipReset` no reset is printed, and a GPU whose MIG mode change stays pending gets a
+ * comment instead of its instance changes (the apply skips them, as mig-parted does).
+ */
+export function dryRunLines(plans: readonly GpuPlan[], skipReset: boolean): string[] {
+  const lines: string[] = [];
+  for (const p of plans) {
+    const reset = skipReset ? p.operations.findIndex((o) => o.kind === 'reset-if-pending') : -1;
+    const pending = reset >= 0;
+    p.operations.forEach((op, i) => {
+      if (!pending || i < reset) lines.push(commandOf(op));
+    });
+    if (pending) lines.push(`# GPU ${p.gpu}: the MIG mode change stays pending (--skip-reset); its instances are configured after a GPU reset or reboot`);
+  }
+  return lines;
 }
 
 /** Plans every GPU that has a desired state; GPUs it cannot plan come back as refusals. */

@@ -5,7 +5,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { MigpoolError } from '../errors.js';
 import { migPartedHookEnv, parseMigPartedHooks } from '../partition/hooks.js';
 import type { HookSpec } from '../partition/hooks.js';
-import { applyWithHooks, runHooks } from './hooks-runner.js';
+import { applyWithHooks, checkHooksRunnable, runHooks } from './hooks-runner.js';
 
 let dir: string;
 beforeEach(() => {
@@ -138,5 +138,24 @@ describe('applyWithHooks (apply.go ApplyMigConfigWithHooks)', () => {
 
   it('works without a hooks file', async () => {
     await expect(applyWithHooks(null, env, async (runPoint) => runPoint('pre-apply-mode'))).resolves.toBeUndefined();
+  });
+});
+
+describe('hook output and checks (mig-parted -d, and before an apply)', () => {
+  it('copies each line of a hook\'s stdout and stderr to the given sink, the unterminated last line too', async () => {
+    const out: string[] = [];
+    const err: string[] = [];
+    const started: string[] = [];
+    await runHooks('apply-start', [hook("process.stdout.write('a\\nb'); process.stderr.write('c\\n')")], env, { output: { out: (l) => out.push(l), err: (l) => err.push(l) }, onStart: (w) => started.push(w) });
+    expect(out).toEqual(['a', 'b']);
+    expect(err).toEqual(['c']);
+    expect(started).toEqual([expect.stringMatching(/^apply-start hook \[0\] \(hooks\.yaml:3\) /)]);
+  });
+
+  it('checkHooksRunnable names the file, line and field of a hook that cannot start', () => {
+    const hooks = parseMigPartedHooks(`version: v1\nhooks:\n  apply-exit:\n  - command: ${NODE}\n  - command: /nonexistent/bin/x\n`, 'h.yaml');
+    expect(() => checkHooksRunnable(hooks)).toThrow(/^h\.yaml:5: hooks\.apply-exit\[1\]\.command: \/nonexistent\/bin\/x is not an executable file/);
+    expect(() => checkHooksRunnable(parseMigPartedHooks(`hooks:\n  apply-exit:\n  - command: ${NODE}\n    workdir: ${dir}\n`, 'h.yaml'))).not.toThrow();
+    expect(() => checkHooksRunnable(null)).not.toThrow();
   });
 });

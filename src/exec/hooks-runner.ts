@@ -13,9 +13,9 @@
  */
 import { execFile } from 'node:child_process';
 import { accessSync, constants, existsSync, statSync } from 'node:fs';
-import { delimiter, join } from 'node:path';
-import { MigpoolError } from '../errors.js';
-import { hookEnv, hooksAt } from '../partition/hooks.js';
+import { delimiter, isAbsolute, join, resolve } from 'node:path';
+import { badInput, MigpoolError } from '../errors.js';
+import { HOOK_POINTS, hookEnv, hooksAt } from '../partition/hooks.js';
 import type { HookPoint, HookSpec, MigPartedHooks } from '../partition/hooks.js';
 
 export interface RunHooksOptions {
@@ -23,6 +23,13 @@ export interface RunHooksOptions {
   inheritEnv?: boolean;
   /** Copy each hook's stdout and stderr to ours, as `mig-parted --debug` does. Default false. */
   echoOutput?: boolean;
+  /**
+   * Where to copy each hook's output, line by line (stdout lines to `out`, stderr lines to `err`),
+   * instead of this process's streams; implies echoOutput.
+   */
+  output?: { out(line: string): void; err(line: string): void };
+  /** Called before each hook runs, with its point, index and command line (for `-d`). */
+  onStart?: (what: string) => void;
   /** Kill a hook that runs longer than this (ms). Default 0: no limit, as mig-parted. */
   timeoutMs?: number;
 }
@@ -62,6 +69,7 @@ function runOne(point: string, index: number, hook: HookSpec, env: Readonly<Reco
   }
   Object.assign(childEnv, hookEnv(hook, env));
   const command = inherit ? hook.command : lookPath(hook.command);
+  options.onStart?.(where);
   return new Promise((resolve, reject) => {
     const child = execFile(
       command,
@@ -103,11 +111,71 @@ function runOne(point: string, index: number, hook: HookSpec, env: Readonly<Reco
         );
       },
     );
-    if (options.echoOutput) {
+    if (options.output) {
+      const sink = options.output;
+      lineSplitter(child.stdout, (line) => sink.out(line));
+      lineSplitter(child.stderr, (line) => sink.err(line));
+    } else if (options.echoOutput) {
       child.stdout?.on('data', (chunk: string) => process.stdout.write(chunk));
       child.stderr?.on('data', (chunk: string) => process.stderr.write(chunk));
     }
   });
+}
+
+/** Calls `emit` with each whole line of a stream, and with the unterminated rest at its end. */
+function lineSplitter(stream: NodeJS.ReadableStream | null, emit: (line: string) => void): void {
+  if (!stream) return;
+  let rest = '';
+  stream.on('data', (chunk: string) => {
+    const parts = (rest + chunk).split('\n');
+    rest = parts.pop() ?? '';
+    for (const line of parts) emit(line);
+  });
+  stream.on('end', () => {
+    if (rest !== '') emit(rest);
+    rest = '';
+  });
+}
+
+function isExecutableFile(path: string): boolean {
+  try {
+    accessSync(path, constants.X_OK);
+    return statSync(path).isFile();
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Checks, before an apply changes anything, that every hook at mig-parted's four points can
+ * start: it has a command, the command is an executable file (a bare name: one on PATH), and its
+ * workdir is a directory. mig-parted finds these only when it runs the hook, part way through an
+ * apply. Throws BAD_INPUT `file:line: hooks.<point>[i].<field>: problem; fix`.
+ */
+export function checkHooksRunnable(hooks: MigPartedHooks | null): void {
+  if (!hooks) return;
+  for (const point of HOOK_POINTS) {
+    for (const [i, hook] of hooksAt(hooks, point).entries()) {
+      const field = `hooks.${point}[${i}]`;
+      const fail = (f: string, problem: string): never => {
+        throw badInput(`${hook.file}:${hook.line}: ${field}.${f}: ${problem}`, { file: hook.file, line: hook.line, field: `${field}.${f}` });
+      };
+      if (hook.command === '') fail('command', 'missing; give the program to run, e.g. command: /bin/bash');
+      if (hook.workdir !== '') {
+        let dir: boolean;
+        try {
+          dir = statSync(hook.workdir).isDirectory();
+        } catch {
+          dir = false;
+        }
+        if (!dir) fail('workdir', `${hook.workdir} is not a directory; create it or fix the path`);
+      }
+      const resolved = hook.command.includes('/') ? (hook.workdir !== '' && !isAbsolute(hook.command) ? resolve(hook.workdir, hook.command) : hook.command) : lookPath(hook.command);
+      if (!resolved.includes('/') || !isExecutableFile(resolved)) {
+        fail('command', `${hook.command} ${hook.command.includes('/') ? 'is not an executable file' : 'is not found on PATH'}; install it or give its full path`);
+      }
+    }
+  }
 }
 
 /**

@@ -99,8 +99,23 @@ export function readYamlTree(text: string, file: string): YamlNode | null {
     throw inputError(file, lineOf(first.pos[0]), '', `not valid YAML: ${message}; fix the YAML syntax`);
   }
   if (doc.contents === null) return null;
+  // An alias bomb ("billion laughs": each anchor a list of aliases of the one before) is a few
+  // hundred bytes and expands exponentially. The yaml package counts alias expansions in toJS
+  // and refuses more than maxAliasCount (its default, 100, as the HTTP API uses through
+  // YAML.parse); count first, then walk a document known to be small.
+  try {
+    doc.toJS({ maxAliasCount: MAX_ALIAS_COUNT });
+  } catch (e) {
+    if (e instanceof ReferenceError || (e instanceof Error && /alias/i.test(e.message))) {
+      throw inputError(file, 1, '', `too many aliases (more than ${MAX_ALIAS_COUNT} expansions, a YAML "billion laughs"); write the values out or use fewer aliases`);
+    }
+    throw e;
+  }
   return convertNode(doc, doc.contents, lineOf, file, 1, 0);
 }
+
+/** The yaml package's default limit on alias expansions (its `maxAliasCount` option). */
+const MAX_ALIAS_COUNT = 100;
 
 function convertNode(doc: Document, node: unknown, lineOf: (offset: number | undefined) => number, file: string, fallbackLine: number, depth: number): YamlNode {
   if (depth > 100) throw inputError(file, fallbackLine, '', 'YAML nested too deeply (recursive alias?); simplify the document');

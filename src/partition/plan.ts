@@ -151,7 +151,9 @@ export function planGpu(current: CurrentGpu, desired: DesiredGpu, options: PlanO
     }
     ops.push({ kind: 'reset-if-pending', gpu });
   }
-  if (options.modeOnly) return { ok: true, plan: empty() };
+  // Processes on the whole GPU block its reset: --force names them with the instances' ones.
+  const gpuForced = current.migMode.current !== 'enabled' ? current.gpuPids : [];
+  if (options.modeOnly) return { ok: true, plan: { ...empty(), forcedPids: [...gpuForced] } };
 
   // The GPU's instances once MIG is on: none if MIG is off now (a reset clears them).
   const existing = current.migMode.current === 'enabled' ? current.instances : [];
@@ -218,7 +220,7 @@ export function planGpu(current: CurrentGpu, desired: DesiredGpu, options: PlanO
     return { ok: false, gpu, reason: `${why}; nothing changed${busy && !options.force ? ' (use --force to destroy them)' : ''}` };
   }
 
-  const forced = new Set<number>();
+  const forced = new Set<number>(gpuForced);
   const destroyCi: PlanOperation[] = [];
   const createCi: PlanOperation[] = [];
   let destroyedCis = 0;

@@ -7,18 +7,22 @@ import { exportK8s, exportMigPartedJson, exportMigPartedYaml, exportSlurm } from
 import { openGpuPort, type DeviceOptions } from '../device.js';
 import { writeJson, type Io } from '../io.js';
 import { withDeviceOptions } from './status.js';
+import { stringFlag } from './mig-parted-env.js';
 
 /** `migpool export`: the current state as a mig-parted config, or as Kubernetes or Slurm see it. */
 export function registerExport(program: Command, io: Io): void {
   withDeviceOptions(program.command('export').description('print the current MIG state as a mig-parted v1 config (or as Kubernetes / Slurm see it)'))
-    .option('-o, --output-format <format>', 'yaml or json', 'yaml')
-    .option('-l, --config-label <label>', 'name of the config in the output', 'current')
+    .option('-o, --output-format <format>', 'yaml or json (or $MIG_PARTED_OUTPUT_FORMAT; default yaml)')
+    .option('-l, --config-label <label>', 'name of the config in the output (or $MIG_PARTED_CONFIG_LABEL; default current)')
+    .option('-d, --debug', 'accepted as mig-parted accepts it (or $MIG_PARTED_DEBUG)')
     .option('--format <kind>', 'mig-parted, k8s or slurm', 'mig-parted')
     .option('--node <name>', 'node name for --format slurm (default: this host)')
     .option('--json', 'print JSON (same as -o json)')
-    .action(async (opts: DeviceOptions & { outputFormat: string; configLabel: string; format: string; node?: string; json?: boolean }) => {
+    .action(async (flags: DeviceOptions & { outputFormat?: string; configLabel?: string; format: string; node?: string; json?: boolean }) => {
+      // mig-parted's export reads both from its environment (export/export.go BuildCommand).
+      const opts = { ...flags, outputFormat: stringFlag(flags.outputFormat, 'MIG_PARTED_OUTPUT_FORMAT', 'yaml'), configLabel: stringFlag(flags.configLabel, 'MIG_PARTED_CONFIG_LABEL', 'current') };
       const output = opts.json ? 'json' : opts.outputFormat;
-      if (output !== 'yaml' && output !== 'json') throw badInput(`-o '${opts.outputFormat}': use yaml or json`);
+      if (output !== 'yaml' && output !== 'json') throw badInput(`-o '${opts.outputFormat}'${flags.outputFormat === undefined ? ' (from MIG_PARTED_OUTPUT_FORMAT)' : ''}: use yaml or json`);
       if (!['mig-parted', 'k8s', 'slurm'].includes(opts.format)) throw badInput(`--format '${opts.format}': use mig-parted, k8s or slurm`);
       const gpus = exportGpusOf(await readCurrentState(openGpuPort(opts)));
       if (opts.format === 'k8s') {
