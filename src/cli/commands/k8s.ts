@@ -5,7 +5,9 @@ import { badInput, MigpoolError } from '../../errors.js';
 import type { K8sApi } from '../../k8s/api.js';
 import { applyPlan, type ApplyResult } from '../../k8s/apply.js';
 import { ClientNodeApi, loadKubeConfig } from '../../k8s/client-node-api.js';
-import { describeSlices, readClusterView, type ClusterView } from '../../k8s/inventory.js';
+import { MIGPOOL_CONFIGMAP } from '../../k8s/cluster-policy.js';
+import { describeSlices, type ClusterView } from '../../k8s/inventory.js';
+import { readCluster, type ClusterRead } from '../../k8s/read-cluster.js';
 import { jobManifest, type ManifestKind } from '../../k8s/manifest.js';
 import { describeLayout, planCluster, type K8sPlan } from '../../k8s/plan.js';
 import { writeJson, type Io } from '../io.js';
@@ -21,6 +23,7 @@ interface ClusterOptions {
   node: string[];
   ignoreNode: string[];
   force?: boolean;
+  kueue?: boolean;
   json?: boolean;
 }
 
@@ -31,42 +34,26 @@ function withClusterOptions(cmd: Command): Command {
     .option('--kubeconfig <file>', 'kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster)')
     .option('--context <name>', 'kubeconfig context (default: its current-context)')
     .option('--namespace <ns>', "namespace of the MIG manager's mig-parted ConfigMap", 'gpu-operator')
-    .option('--configmap <name>', "the MIG manager's mig-parted ConfigMap (migManager.config.name of the GPU Operator)", 'default-mig-parted-config')
+    .option('--configmap <name>', "migpool's mig-parted ConfigMap, which the ClusterPolicy's migManager.config.name must name (checked)", MIGPOOL_CONFIGMAP)
     .option('--config-key <key>', 'key of the ConfigMap that holds the mig-parted config', 'config.yaml')
     .option('--node <names>', 'change only these nodes (repeat or comma-separate; the others still count as they are)', collect, [])
     .option('--ignore-node <names>', 'leave these nodes out of planning (repeat or comma-separate)', collect, [])
     .option('--force', 'also change nodes whose GPU slices pods hold (their pods lose their GPUs)')
+    .option('--no-kueue', 'do not read Kueue Workloads as demand')
     .option('--json', 'print JSON');
 }
 
-/** Reads what planning needs: nodes, live pods, and the MIG manager's config. */
-async function readCluster(api: K8sApi, opts: ClusterOptions): Promise<{ view: ClusterView; configText: string; resourceVersion: string }> {
-  const nodes = await api.listNodes();
-  const pods = await api.listPods('status.phase!=Succeeded,status.phase!=Failed');
-  let cm;
-  try {
-    cm = await api.readConfigMap(opts.namespace, opts.configmap);
-  } catch (e) {
-    if (e instanceof MigpoolError && e.details['status'] === 404) {
-      throw badInput(
-        `ConfigMap ${opts.namespace}/${opts.configmap} not found at ${api.server}; name the MIG manager's mig-parted ConfigMap with --namespace and --configmap (see migManager.config.name in the GPU Operator's ClusterPolicy)`,
-      );
-    }
-    throw e;
-  }
-  const configText = cm.data?.[opts.configKey];
-  if (configText === undefined) {
-    throw badInput(`ConfigMap ${opts.namespace}/${opts.configmap} has no key '${opts.configKey}' (it has ${Object.keys(cm.data ?? {}).join(', ') || 'no data'}); name the key with --config-key`);
-  }
-  const view = readClusterView(nodes, pods, {
-    configText,
-    configSource: `${opts.namespace}/${opts.configmap}:${opts.configKey}`,
+/** Reads what planning needs: nodes, live pods, Workloads, the ClusterPolicy and the MIG manager's config. */
+async function readFor(api: K8sApi, opts: ClusterOptions): Promise<ClusterRead> {
+  return readCluster(api, {
+    namespace: opts.namespace,
+    configMap: opts.configmap,
+    configKey: opts.configKey,
+    only: opts.node,
+    ignore: opts.ignoreNode,
     force: opts.force === true,
-    ...(opts.node.length > 0 ? { only: new Set(opts.node) } : {}),
-    ignore: new Set(opts.ignoreNode),
+    kueue: opts.kueue !== false,
   });
-  for (const n of opts.node) if (!view.nodes.some((v) => v.name === n)) throw badInput(`--node ${n}: no GPU node of that name at ${api.server}; GPU nodes: ${view.nodes.map((v) => v.name).join(', ') || 'none'}`);
-  return { view, configText, resourceVersion: cm.metadata?.resourceVersion ?? '' };
 }
 
 function openApi(opts: ClusterOptions): K8sApi {
@@ -90,6 +77,7 @@ function planJson(plan: K8sPlan, view: ClusterView): unknown {
       resourcesAfter: n.resourcesAfter,
     })),
     pending: view.pending,
+    gated: view.gated,
     demand: plan.demand,
     served: plan.served,
     unserved: plan.unserved,
@@ -110,7 +98,11 @@ function printPlan(io: Io, plan: K8sPlan, view: ClusterView): void {
     n.newConfig ?? (n.changeable ? 'idle' : (n.reason ?? '')),
   ]);
   io.out(renderTable(['NODE', 'GPU', 'CONFIG', 'STATE', 'NOW (per GPU)', 'PLANNED (per GPU)', 'NEW CONFIG / WHY NOT'], rows));
-  io.out(`pending pods: ${view.pending.length}, waiting for ${describeSlices(plan.demand)}`);
+  const pods = view.pending.filter((p) => p.source === 'pod').length;
+  const workloads = view.pending.length - pods;
+  io.out(`pending pods: ${pods}${workloads > 0 ? ` and ${workloads} Kueue pod set(s) not admitted` : ''}, waiting for ${describeSlices(plan.demand)}`);
+  for (const p of view.pending) if (p.whyNot !== null) io.out(`  ${p.namespace}/${p.name} fits no GPU node (${p.whyNot})`);
+  if (view.gated.length > 0) io.out(`not counted (scheduling gates): ${view.gated.map((g) => `${g.namespace}/${g.name} [${g.gates.join(', ')}]`).join(', ')}`);
   io.out(`served by the plan: ${describeSlices(plan.served)}; still waiting: ${describeSlices(plan.unserved)}`);
 }
 
@@ -127,7 +119,7 @@ export function registerK8s(program: Command, io: Io): void {
   withClusterOptions(k8s.command('plan').description('choose MIG layouts for idle GPU nodes from the slices pending pods request; changes nothing')).action(
     async (opts: ClusterOptions) => {
       const api = openApi(opts);
-      const { view } = await readCluster(api, opts);
+      const { view } = await readFor(api, opts);
       const plan = planCluster(view);
       if (opts.json) return writeJson(io, planJson(plan, view));
       printPlan(io, plan, view);
@@ -153,7 +145,7 @@ export function registerK8s(program: Command, io: Io): void {
       const pollSeconds = positiveSeconds(opts.poll, '--poll');
       const configSyncSeconds = positiveSeconds(opts.configSyncSeconds, '--config-sync-seconds', true);
       const api = openApi(opts);
-      const { view, configText, resourceVersion } = await readCluster(api, opts);
+      const { view, configText, resourceVersion } = await readFor(api, opts);
       const plan = planCluster(view);
       const result: ApplyResult = await applyPlan(api, plan, view, configText, resourceVersion, {
         namespace: opts.namespace,
