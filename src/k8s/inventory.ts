@@ -321,6 +321,7 @@ export function readClusterView(nodes: readonly NodeObject[], pods: readonly Pod
     else if (use.pods.length > 0 && !options.force) reason = `GPU pods running: ${use.pods.join(', ')} (--force to change it anyway)`;
     views.push({ ...base, model, gpuCount, layouts, changeable: reason === null, reason });
   }
+  placements.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
   const pending: PendingPod[] = waiting.map(({ spec, ...p }) => {
     const eligible: string[] = [];
     const why: string[] = [];
@@ -329,7 +330,7 @@ export function readClusterView(nodes: readonly NodeObject[], pods: readonly Pod
       if (reason === null) eligible.push(n.name);
       else why.push(`${n.name}: ${reason}`);
     }
-    return { ...p, eligible: eligible.sort(), whyNot: eligible.length === 0 ? (why.length > 0 ? why.join('; ') : 'no GPU node') : null };
+    return { ...p, eligible, whyNot: eligible.length === 0 ? (why.length > 0 ? why.join('; ') : 'no GPU node') : null };
   });
   const demand: Record<SliceName, number> = {};
   for (const p of pending) addSlices(demand, p.slices);
