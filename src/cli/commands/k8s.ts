@@ -112,7 +112,14 @@ function positiveSeconds(text: string, flag: string, allowZero = false): number 
   return n;
 }
 
-/** `migpool k8s plan|apply|manifest`. */
+/**
+ * `k8s manifest`'s requests when not given: migpool's choice for one training process with a few
+ * data loader workers (four cores, 16 GiB, half of it as /dev/shm, which counts as the pod's
+ * memory). Sites size these to their nodes with the flags.
+ */
+const MANIFEST_DEFAULTS = { cpu: '4', memory: '16Gi', shm: '8Gi' } as const;
+
+/** `migpool k8s plan|apply|manifest|controller|install-manifest`. */
 export function registerK8s(program: Command, io: Io): void {
   const k8s = program.command('k8s').description('Kubernetes with the NVIDIA GPU Operator: MIG layouts for pending pods, pod manifests for job specs');
 
@@ -190,7 +197,12 @@ export function registerK8s(program: Command, io: Io): void {
     .argument('<files...>', 'job spec files (YAML or JSON; one spec, a list, or several documents each)')
     .option('--image <image>', 'container image to run the command in (required: job specs name none)')
     .option('--kind <kind>', 'Pod or Job', 'Job')
-    .option('--gpu <model>', 'GPU model the cluster has, to turn resources.memory into the smallest MIG profile that holds it')
+    .option('--gpu <model>', 'GPU model the cluster has, to turn resources.memory into the smallest MIG profile that holds it (and a node affinity on its product names)')
+    .option('--gpu-product <label>', 'nodeSelector nvidia.com/gpu.product=LABEL, as GPU feature discovery labels the nodes (kubectl get nodes -L nvidia.com/gpu.product)')
+    .option('--cpu <cores>', "CPU request of the container ('' for none)", MANIFEST_DEFAULTS.cpu)
+    .option('--memory <quantity>', "memory request of the container ('' for none)", MANIFEST_DEFAULTS.memory)
+    .option('--shm <quantity>', "size of the memory-backed /dev/shm for data loader workers ('' for the runtime's 64 MiB)", MANIFEST_DEFAULTS.shm)
+    .option('--queue <name>', 'Kueue LocalQueue to submit to (label kueue.x-k8s.io/queue-name)')
     .option('--namespace <ns>', 'metadata.namespace of the manifests (default: none, kubectl uses its own)')
     .option('--foreground-class <name>', "priorityClassName for foreground jobs ('' for none)", 'migpool-foreground')
     .option('--background-class <name>', "priorityClassName for background jobs ('' for none)", 'migpool-background')
@@ -198,7 +210,7 @@ export function registerK8s(program: Command, io: Io): void {
     .action(
       async (
         files: string[],
-        opts: { image?: string; kind: string; gpu?: string; namespace?: string; foregroundClass: string; backgroundClass: string; output: string },
+        opts: { image?: string; kind: string; gpu?: string; gpuProduct?: string; cpu: string; memory: string; shm: string; queue?: string; namespace?: string; foregroundClass: string; backgroundClass: string; output: string },
       ) => {
         const kind = ({ pod: 'Pod', job: 'Job' } as Record<string, ManifestKind>)[opts.kind.toLowerCase()];
         if (!kind) throw badInput(`--kind '${opts.kind}': use Pod or Job`);
@@ -216,6 +228,11 @@ export function registerK8s(program: Command, io: Io): void {
                 image,
                 ...(opts.gpu !== undefined ? { gpu: opts.gpu } : {}),
                 ...(opts.namespace !== undefined ? { namespace: opts.namespace } : {}),
+                ...(opts.gpuProduct !== undefined ? { gpuProduct: opts.gpuProduct } : {}),
+                ...(opts.cpu !== '' ? { cpu: opts.cpu } : {}),
+                ...(opts.memory !== '' ? { memory: opts.memory } : {}),
+                ...(opts.shm !== '' ? { shm: opts.shm } : {}),
+                ...(opts.queue !== undefined ? { queue: opts.queue } : {}),
                 priorityClasses: { foreground: opts.foregroundClass, background: opts.backgroundClass },
               }),
             );
