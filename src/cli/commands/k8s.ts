@@ -1,3 +1,4 @@
+import { hostname } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Command } from 'commander';
 import YAML from 'yaml';
@@ -5,6 +6,8 @@ import { badInput, MigpoolError } from '../../errors.js';
 import type { K8sApi } from '../../k8s/api.js';
 import { applyPlan, type ApplyResult } from '../../k8s/apply.js';
 import { ClientNodeApi, loadKubeConfig } from '../../k8s/client-node-api.js';
+import { runController } from '../../k8s/controller.js';
+import { installManifest } from '../../k8s/install.js';
 import { MIGPOOL_CONFIGMAP } from '../../k8s/cluster-policy.js';
 import { describeSlices, type ClusterView } from '../../k8s/inventory.js';
 import { readCluster, type ClusterRead } from '../../k8s/read-cluster.js';
@@ -190,6 +193,103 @@ export function registerK8s(program: Command, io: Io): void {
       }
     },
   );
+
+  withClusterOptions(
+    k8s
+      .command('controller')
+      .description('run the plan/apply loop until stopped (SIGTERM, SIGINT); replicas elect a leader through a Lease, and only the leader acts')
+      .option('--lease <name>', 'the coordination.k8s.io Lease (in --namespace) that elects the leader', 'migpool-controller')
+      .option('--identity <name>', "this replica's name in the Lease (default: host name and process id)")
+      .option('--lease-duration <seconds>', 'how long a Lease not renewed stays held (client-go and kube-controller-manager default)', '15')
+      .option('--retry <seconds>', 'how often the leader renews the Lease and the others try for it (client-go default)', '2')
+      .option('--interval <seconds>', 'how often the leader reads nodes, pods and Workloads and plans', '10')
+      .option('--drain', 'cordon each node and evict its pods before relabelling it; uncordon after success')
+      .option('--timeout <seconds>', 'how long to wait for nvidia.com/mig.config.state to become success or failed, per node', '600')
+      .option('--drain-timeout <seconds>', 'how long evicted pods may take to go', '300')
+      .option('--poll <seconds>', 'how often to read a node while waiting on the MIG manager', '2')
+      .option('--config-sync-seconds <seconds>', "wait after writing the ConfigMap before labelling, so the MIG manager's mounted copy has updated (kubelet sync)", '90'),
+  ).action(
+    async (
+      opts: ClusterOptions & {
+        lease: string;
+        identity?: string;
+        leaseDuration: string;
+        retry: string;
+        interval: string;
+        drain?: boolean;
+        timeout: string;
+        drainTimeout: string;
+        poll: string;
+        configSyncSeconds: string;
+      },
+    ) => {
+      const leaseDurationSeconds = positiveSeconds(opts.leaseDuration, '--lease-duration');
+      const retrySeconds = positiveSeconds(opts.retry, '--retry');
+      if (retrySeconds >= (leaseDurationSeconds * 2) / 3) {
+        throw badInput(`--retry ${opts.retry}: must be under two thirds of --lease-duration (${opts.leaseDuration}), or the leader cannot renew the Lease before it lapses`);
+      }
+      const intervalSeconds = positiveSeconds(opts.interval, '--interval');
+      const apply = {
+        drain: opts.drain === true,
+        timeoutSeconds: positiveSeconds(opts.timeout, '--timeout'),
+        drainTimeoutSeconds: positiveSeconds(opts.drainTimeout, '--drain-timeout'),
+        pollSeconds: positiveSeconds(opts.poll, '--poll'),
+        configSyncSeconds: positiveSeconds(opts.configSyncSeconds, '--config-sync-seconds', true),
+      };
+      const api = openApi(opts);
+      const stop = new AbortController();
+      const onSignal = (): void => stop.abort();
+      process.once('SIGTERM', onSignal);
+      process.once('SIGINT', onSignal);
+      try {
+        const report = await runController(api, {
+          read: { namespace: opts.namespace, configMap: opts.configmap, configKey: opts.configKey, only: opts.node, ignore: opts.ignoreNode, force: opts.force === true, kueue: opts.kueue !== false },
+          apply,
+          lease: { namespace: opts.namespace, name: opts.lease, identity: opts.identity ?? `${hostname()}-${process.pid}`, leaseDurationSeconds },
+          retrySeconds,
+          intervalSeconds,
+          now: () => Date.now(),
+          sleep: (ms, signal) => sleep(ms, undefined, { signal }).catch(() => undefined),
+          signal: stop.signal,
+          log: (line) => io.err(`${new Date().toISOString()} ${line}`),
+        });
+        if (opts.json) writeJson(io, report);
+      } finally {
+        process.off('SIGTERM', onSignal);
+        process.off('SIGINT', onSignal);
+      }
+    },
+  );
+
+  k8s
+    .command('install-manifest')
+    .description('print the ServiceAccount, RBAC (exactly the verbs the controller uses) and Deployment that run `migpool k8s controller` in the cluster')
+    .option('--image <image>', 'an image with migpool on its PATH (required)')
+    .option('--namespace <ns>', "namespace of the controller, its Lease and the MIG manager's ConfigMap", 'gpu-operator')
+    .option('--configmap <name>', "migpool's mig-parted ConfigMap (the ClusterPolicy's migManager.config.name)", MIGPOOL_CONFIGMAP)
+    .option('--config-key <key>', 'key of the ConfigMap that holds the mig-parted config', 'config.yaml')
+    .option('--name <name>', 'name of the Deployment, ServiceAccount, roles and Lease', 'migpool-controller')
+    .option('--replicas <n>', 'replicas (one leads, the others stand by)', '2')
+    .option('--drain', 'run the controller with --drain (adds the pods/eviction right)')
+    .option('--no-kueue', 'run the controller with --no-kueue (drops the Workloads right)')
+    .option('-o, --output <format>', 'yaml or json', 'yaml')
+    .action((opts: { image?: string; namespace: string; configmap: string; configKey: string; name: string; replicas: string; drain?: boolean; kueue?: boolean; output: string }) => {
+      if (opts.image === undefined || opts.image.trim() === '') throw badInput('--image is required: name an image that has migpool on its PATH, e.g. --image registry.example.com/migpool:0.1.0');
+      if (!/^[1-9]\d*$/.test(opts.replicas)) throw badInput(`--replicas '${opts.replicas}': give a whole number of 1 or more`);
+      if (opts.output !== 'yaml' && opts.output !== 'json') throw badInput(`-o '${opts.output}': use yaml or json`);
+      const objects = installManifest({
+        namespace: opts.namespace,
+        configMap: opts.configmap,
+        configKey: opts.configKey,
+        image: opts.image,
+        name: opts.name,
+        replicas: Number(opts.replicas),
+        drain: opts.drain === true,
+        kueue: opts.kueue !== false,
+      });
+      if (opts.output === 'json') return writeJson(io, { apiVersion: 'v1', kind: 'List', items: objects });
+      io.out(objects.map((m) => YAML.stringify(m, { lineWidth: 0 }).trimEnd()).join('\n---\n'));
+    });
 
   k8s
     .command('manifest')
