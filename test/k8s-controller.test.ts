@@ -44,7 +44,7 @@ async function start(options: Partial<FakeK8sOptions> = {}): Promise<FakeK8s> {
 }
 
 /** Starts a controller replica in this process, talking to the stand-in with its own token. */
-function controller(token: string, identity: string, extra: { drain?: boolean; leaseDurationSeconds?: number } = {}): { logs: string[]; stop: () => Promise<ControllerReport> } {
+function controller(token: string, identity: string, extra: { drain?: boolean; leaseDurationSeconds?: number; intervalSeconds?: number } = {}): { logs: string[]; stop: () => Promise<ControllerReport> } {
   const file = join(dir, `kubeconfig-${identity}`);
   writeFileSync(file, kubeconfigFor(server!.url, token));
   const api = new ClientNodeApi(loadKubeConfig(file));
@@ -55,7 +55,7 @@ function controller(token: string, identity: string, extra: { drain?: boolean; l
     apply: { drain: extra.drain === true, timeoutSeconds: 5, drainTimeoutSeconds: 5, pollSeconds: 0.02, configSyncSeconds: 0 },
     lease: { namespace: NS, name: LEASE, identity, leaseDurationSeconds: extra.leaseDurationSeconds ?? 2 },
     retrySeconds: 0.1,
-    intervalSeconds: 0.05,
+    intervalSeconds: extra.intervalSeconds ?? 0.05,
     now: () => Date.now(),
     sleep: (ms, signal) => delay(ms, undefined, { signal }).catch(() => undefined),
     signal: abort.signal,
@@ -134,6 +134,19 @@ describe('migpool k8s controller', () => {
     expect(holder()).toBe('');
   });
 
+  it('a watch event wakes the leader: new demand is served long before the interval', async () => {
+    await start();
+    const a = controller('token-a', 'ctl-a', { intervalSeconds: 600 });
+    await waitFor('ctl-a to read the cluster once', () => a.logs.some((l) => l.startsWith('node a100-2: nvidia.com/mig.config=')));
+    await waitFor('both watches open', () => server!.requests.filter((q) => /\/api\/v1\/(nodes|pods)\?watch=true/.test(q.path)).length >= 2);
+    const reads = server!.requests.filter((q) => q.path === '/api/v1/nodes').length;
+    const added = Date.now();
+    server!.addPod(gpuPod('team', 'small', { 'nvidia.com/mig-1g.5gb': 1 }));
+    await waitFor('a node cut for the new pod', () => settled('a100-1', 'nvidia.com/mig-1g.5gb', 1) || settled('a100-2', 'nvidia.com/mig-1g.5gb', 1), 5000);
+    expect(Date.now() - added).toBeLessThan(5000);
+    expect(server!.requests.filter((q) => q.path === '/api/v1/nodes').length).toBeGreaterThan(reads);
+  });
+
   it('takes over a Lease whose holder stopped renewing only after the lease duration', async () => {
     await start();
     const file = join(dir, 'kubeconfig-ghost');
@@ -209,7 +222,7 @@ function rbacCall(q: RecordedRequest): RbacCall {
   }
   const resource = path.length > 2 ? `${path[0]}/${path[2]}` : (path[0] ?? '');
   const name = path[1] ?? null;
-  const verb = { GET: name === null ? 'list' : 'get', POST: 'create', PUT: 'update', PATCH: 'patch', DELETE: 'delete' }[q.method] ?? q.method;
+  const verb = { GET: name === null ? (/[?&]watch=true/.test(q.path) ? 'watch' : 'list') : 'get', POST: 'create', PUT: 'update', PATCH: 'patch', DELETE: 'delete' }[q.method] ?? q.method;
   return { group, resource, verb, namespace, name };
 }
 

@@ -2,11 +2,11 @@
  * The few Kubernetes API calls `migpool k8s` makes: the port. `client-node-api.ts` implements it
  * over @kubernetes/client-node; tests run it against a local stand-in API server.
  *
- * Deliberately left out: watches (nodes and pods are polled: one list every few seconds is enough
- * for a reconfiguration that takes minutes, and needs no long-lived connection), creating pods,
- * and any write other than the ConfigMap's data, node labels, `spec.unschedulable`, evictions and
- * the controller's Lease.
+ * Watches only say that something changed (the controller then lists again); `plan` and `apply`
+ * poll. Deliberately left out: creating pods, and any write other than the ConfigMap's data, node
+ * labels, `spec.unschedulable`, evictions and the controller's Lease.
  */
+import type { MigpoolError } from '../errors.js';
 import type { NodeObject, PodObject, WorkloadObject } from './inventory.js';
 
 export interface ConfigMapObject {
@@ -69,6 +69,12 @@ export interface K8sApi {
   setUnschedulable(name: string, unschedulable: boolean): Promise<NodeObject>;
   /** Asks for a pod's eviction; false when a PodDisruptionBudget refuses it for now (HTTP 429). */
   evictPod(namespace: string, name: string): Promise<boolean>;
+  /**
+   * Watches every node or pod of the cluster: `onChange` for each event (ADDED, MODIFIED, DELETED),
+   * `onEnd` once when the stream ends (null: closed by the server, as watches are after a while).
+   * Resolves with a function that stops it.
+   */
+  watch(kind: 'nodes' | 'pods', onChange: (type: string) => void, onEnd: (error: MigpoolError | null) => void): Promise<() => void>;
   /** The GPU Operator's ClusterPolicies; null when the ClusterPolicy CRD is not installed. */
   listClusterPolicies(): Promise<ClusterPolicyObject[] | null>;
   /** Kueue Workloads of every namespace; null when Kueue is not installed. */

@@ -2,7 +2,7 @@
  * The {@link K8sApi} port over @kubernetes/client-node 1.4: kubeconfig found as kubectl finds it,
  * patches sent with the content type each needs, and API failures turned into one-line errors.
  */
-import { ApiException, CoreV1Api, CustomObjectsApi, KubeConfig, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
+import { ApiException, CoreV1Api, CustomObjectsApi, KubeConfig, PatchStrategy, setHeaderOptions, Watch } from '@kubernetes/client-node';
 import { badInput, MigpoolError } from '../errors.js';
 import type { ClusterPolicyObject, ConfigMapObject, DrainPodObject, K8sApi, LeaseObject } from './api.js';
 import type { NodeObject, WorkloadObject } from './inventory.js';
@@ -84,8 +84,10 @@ export class ClientNodeApi implements K8sApi {
   readonly server: string;
   private readonly core: CoreV1Api;
   private readonly objects: CustomObjectsApi;
+  private readonly watcher: Watch;
 
   constructor(kc: KubeConfig) {
+    this.watcher = new Watch(kc);
     this.server = kc.getCurrentCluster()?.server ?? '(no server)';
     this.core = kc.makeApiClient(CoreV1Api);
     this.objects = kc.makeApiClient(CustomObjectsApi);
@@ -146,6 +148,24 @@ export class ClientNodeApi implements K8sApi {
       if (e instanceof ApiException && (e as ApiException<unknown>).code === 404) return true;
       throw apiError(this.server, `evicting pod ${namespace}/${name}`, e);
     }
+  }
+
+  async watch(kind: 'nodes' | 'pods', onChange: (type: string) => void, onEnd: (error: MigpoolError | null) => void): Promise<() => void> {
+    const controller = await this.watcher.watch(
+      `/api/v1/${kind}`,
+      {},
+      (type: string) => onChange(type),
+      (err: unknown) => {
+        if (err === null || err === undefined || (err as { name?: string }).name === 'AbortError') return onEnd(null);
+        const status = (err as { statusCode?: number }).statusCode;
+        onEnd(
+          status !== undefined
+            ? new MigpoolError('RUNTIME', `watching ${kind}: the Kubernetes API at ${this.server} answered ${status}`, { status })
+            : apiError(this.server, `watching ${kind}`, err),
+        );
+      },
+    );
+    return () => controller.abort();
   }
 
   async listClusterPolicies(): Promise<ClusterPolicyObject[] | null> {

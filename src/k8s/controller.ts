@@ -7,8 +7,10 @@
  * stopping) no further write is made, so two replicas never act at once. On stop the Lease is
  * released, so another replica takes over at once.
  *
- * The cluster is polled (lists, no watch connections): reconfiguring a node takes minutes, and a
- * list every few seconds sees new pods, node changes and the MIG manager's state soon enough.
+ * Every replica watches nodes and pods; an event (a new pod, a pod bound or gone, a node's labels
+ * or resources changed, the MIG manager's state label among them) makes the leader read and plan
+ * again at its next tick instead of waiting for the interval. Each round lists everything again
+ * (level-triggered), so a missed event costs at most one interval.
  */
 import { MigpoolError } from '../errors.js';
 import type { K8sApi } from './api.js';
@@ -25,7 +27,7 @@ export interface ControllerOptions {
   readonly lease: { readonly namespace: string; readonly name: string; readonly identity: string; readonly leaseDurationSeconds: number };
   /** How often to renew the Lease (leader) or try for it (others). */
   readonly retrySeconds: number;
-  /** How often the leader reads the cluster and plans. */
+  /** How often the leader reads the cluster and plans when no watch event came. */
   readonly intervalSeconds: number;
   readonly now: () => number;
   /** Waits `ms`, or less when `signal` aborts. */
@@ -60,6 +62,7 @@ function fence(api: K8sApi, allowed: () => string | null): K8sApi {
     readConfigMap: (ns, n) => api.readConfigMap(ns, n),
     listClusterPolicies: () => api.listClusterPolicies(),
     listWorkloads: () => api.listWorkloads(),
+    watch: (k, c, e) => api.watch(k, c, e),
     readLease: (ns, n) => api.readLease(ns, n),
     createLease: (ns, l) => api.createLease(ns, l),
     replaceLease: (ns, n, l) => api.replaceLease(ns, n, l),
@@ -104,6 +107,7 @@ export async function runController(api: K8sApi, options: ControllerOptions): Pr
   const seenStates = new Map<string, string>();
   const seenWarnings = new Set<string>();
   let lastFailure = '';
+  let dirty = false;
 
   const reconcile = async (): Promise<void> => {
     reconciles += 1;
@@ -156,9 +160,34 @@ export async function runController(api: K8sApi, options: ControllerOptions): Pr
       await options.sleep(options.retrySeconds * 1000, signal);
     }
   };
+  const watchLoop = async (kind: 'nodes' | 'pods'): Promise<void> => {
+    while (!signal.aborted) {
+      let ended: (e: MigpoolError | null) => void = () => undefined;
+      const done = new Promise<MigpoolError | null>((resolve) => (ended = resolve));
+      let stop: (() => void) | null = null;
+      const onAbort = (): void => {
+        stop?.();
+        ended(null);
+      };
+      signal.addEventListener('abort', onAbort, { once: true });
+      // Opening the watch may wait for the server's first bytes: an abort meanwhile ends it too.
+      api.watch(kind, () => (dirty = true), (e) => ended(e)).then(
+        (f) => {
+          stop = f;
+          if (signal.aborted) f();
+        },
+        (e: unknown) => ended(e instanceof MigpoolError ? e : new MigpoolError('RUNTIME', `watching ${kind}: ${String(e)}`)),
+      );
+      const error = await done;
+      signal.removeEventListener('abort', onAbort);
+      if (error !== null && !signal.aborted) log(`${error.message}; watching again in ${options.retrySeconds}s`);
+      await options.sleep(options.retrySeconds * 1000, signal);
+    }
+  };
   const workLoop = async (): Promise<void> => {
     while (!signal.aborted) {
-      if (elector.isLeader() && now() >= nextRead) {
+      if (elector.isLeader() && (dirty || now() >= nextRead)) {
+        dirty = false;
         try {
           await reconcile();
           lastFailure = '';
@@ -174,7 +203,7 @@ export async function runController(api: K8sApi, options: ControllerOptions): Pr
       await options.sleep(options.retrySeconds * 1000, signal);
     }
   };
-  await Promise.all([leaseLoop(), workLoop()]);
+  await Promise.all([leaseLoop(), workLoop(), watchLoop('nodes'), watchLoop('pods')]);
   try {
     await elector.release();
     if (leading) log(`${who}: released the ${where}`);

@@ -3,7 +3,7 @@
  * that allows exactly the calls the controller makes, and a Deployment whose replicas elect a
  * leader through a Lease. Pure.
  *
- * RBAC: cluster-wide, nodes get/list/patch (read, label, cordon), pods list, pods/eviction create
+ * RBAC: cluster-wide, nodes get/list/watch/patch (read, label, cordon), pods list/watch, pods/eviction create
  * (only with drain), clusterpolicies list (nvidia.com), workloads list (kueue.x-k8s.io, unless Kueue
  * is left out); in the controller's namespace, its ConfigMap get/patch and its Lease get/update by
  * name, plus leases create, which RBAC cannot restrict by name ("You cannot restrict create or
@@ -34,8 +34,8 @@ export interface PolicyRule {
 export function controllerRules(o: Pick<InstallOptions, 'configMap' | 'name' | 'drain' | 'kueue'>): { cluster: PolicyRule[]; namespaced: PolicyRule[] } {
   return {
     cluster: [
-      { apiGroups: [''], resources: ['nodes'], verbs: ['get', 'list', 'patch'] },
-      { apiGroups: [''], resources: ['pods'], verbs: ['list'] },
+      { apiGroups: [''], resources: ['nodes'], verbs: ['get', 'list', 'watch', 'patch'] },
+      { apiGroups: [''], resources: ['pods'], verbs: ['list', 'watch'] },
       ...(o.drain ? [{ apiGroups: [''], resources: ['pods/eviction'], verbs: ['create'] }] : []),
       { apiGroups: ['nvidia.com'], resources: ['clusterpolicies'], verbs: ['list'] },
       ...(o.kueue ? [{ apiGroups: ['kueue.x-k8s.io'], resources: ['workloads'], verbs: ['list'] }] : []),
