@@ -221,6 +221,9 @@ export function readClusterView(nodes: readonly NodeObject[], pods: readonly Pod
       entry.pods.push(`${id.namespace}/${id.name}`);
       usedBy.set(nodeName, entry);
     } else {
+      // Gated pods are not demand yet. Kueue's pod integration gates its pods with
+      // `kueue.x-k8s.io/admission` (kubernetes-sigs/kueue pkg/controller/jobs/pod/constants) and
+      // describes them in a Workload, so they count once, through the Workload, until admitted.
       const gates = schedulingGates(pod.spec);
       if (gates.length > 0) gated.push({ ...id, gates });
       else waiting.push({ ...id, source: 'pod', slices, spec: pod.spec });

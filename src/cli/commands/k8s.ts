@@ -124,7 +124,7 @@ const MANIFEST_DEFAULTS = { cpu: '4', memory: '16Gi', shm: '8Gi' } as const;
 
 /** `migpool k8s plan|apply|manifest|controller|install-manifest`. */
 export function registerK8s(program: Command, io: Io): void {
-  const k8s = program.command('k8s').description('Kubernetes with the NVIDIA GPU Operator: MIG layouts for pending pods, pod manifests for job specs');
+  const k8s = program.command('k8s').description('Kubernetes with the NVIDIA GPU Operator: MIG layouts for pending pods and Kueue Workloads, a controller, pod manifests for job specs');
 
   withClusterOptions(k8s.command('plan').description('choose MIG layouts for idle GPU nodes from the slices pending pods request; changes nothing')).action(
     async (opts: ClusterOptions) => {
