@@ -150,6 +150,28 @@ describe('on GPU Operator defaults', () => {
   });
 });
 
+describe('migpool k8s controller (the command)', () => {
+  it('leads, re-partitions for a pending pod, and on SIGTERM releases the Lease and exits 0', async () => {
+    const kubeconfig = await start({
+      clusterPolicies: [clusterPolicy('migpool-mig-parted-config')],
+      nodes: [gpuNode('a100-1', { config: 'all-3g.20gb', resources: cut })],
+      pods: [gpuPod('team', 'small', { 'nvidia.com/mig-1g.5gb': 1 })],
+    });
+    const run = cli('k8s', 'controller', '--kubeconfig', kubeconfig, '--identity', 'cli-1', '--lease-duration', '2', '--retry', '0.1', '--interval', '0.1', ...FAST, '--json');
+    const settled = (): boolean => labels(server!.node('a100-1'))['nvidia.com/mig.config.state'] === 'success' && labels(server!.node('a100-1'))['nvidia.com/mig.config']?.startsWith('migpool-') === true;
+    for (let i = 0; i < 400 && !settled(); i++) await new Promise((r) => setTimeout(r, 20));
+    expect(settled()).toBe(true);
+    await new Promise((r) => setTimeout(r, 300));
+    process.emit('SIGTERM');
+    const r = await run;
+    expect(r.code).toBe(0);
+    expect(JSON.parse(r.out)).toEqual({ leaderships: 1, reconciles: expect.any(Number) as number, reconfigured: 1 });
+    expect(r.err).toMatch(/^\S+Z cli-1: leading \(Lease gpu-operator\/migpool-controller\)$/m);
+    expect(r.err).toMatch(/cli-1: released the Lease gpu-operator\/migpool-controller$/m);
+    expect((server!.lease('gpu-operator', 'migpool-controller')?.['spec'] as { holderIdentity: string }).holderIdentity).toBe('');
+  });
+});
+
 describe('migpool k8s install-manifest and controller flags', () => {
   it('prints a ServiceAccount, RBAC and a Deployment, each valid against the Kubernetes schemas', async () => {
     const r = await cli('k8s', 'install-manifest', '--image', 'registry.example.com/migpool:0.1.0', '--drain');
