@@ -199,6 +199,7 @@ describe('migpool k8s install-manifest and controller flags', () => {
     const retry = await cli('k8s', 'controller', '--lease-duration', '3', '--retry', '2');
     expect(retry.code).toBe(2);
     expect(retry.err.trim()).toBe('migpool: --retry 2: must be under two thirds of --lease-duration (3), or the leader cannot renew the Lease before it lapses');
+    expect((await cli('k8s', 'controller', '--lease-duration', '0.5')).err.trim()).toMatch(/^migpool: --lease-duration '0.5': give a whole number of seconds/);
   });
 
   it('k8s manifest writes requests, /dev/shm, the product nodeSelector and the Kueue queue', async () => {

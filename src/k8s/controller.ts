@@ -84,13 +84,14 @@ export async function runController(api: K8sApi, options: ControllerOptions): Pr
   let reconfigured = 0;
   let leading: boolean | null = null;
   let nextRead = 0;
-  const tryLease = async (): Promise<boolean> => {
+  /** True or false as the Lease says; null when the API could not be asked (nothing changes then). */
+  const tryLease = async (): Promise<boolean | null> => {
     try {
       return await elector.tryAcquireOrRenew();
     } catch (e) {
       if (!(e instanceof MigpoolError)) throw e;
       log(`${who}: ${e.message}`);
-      return false;
+      return null;
     }
   };
   const fenced = fence(api, () => (signal.aborted ? 'the controller is stopping' : elector.isLeader() ? null : `${who} no longer holds the ${where}`));
@@ -146,7 +147,9 @@ export async function runController(api: K8sApi, options: ControllerOptions): Pr
   // this replica leads.
   const leaseLoop = async (): Promise<void> => {
     while (!signal.aborted) {
-      const leader = await tryLease();
+      const answer = await tryLease();
+      // Unanswered: a leader stays leader until its renew deadline passes (isLeader).
+      const leader = answer ?? elector.isLeader();
       if (leader !== leading) {
         if (leader) {
           leaderships += 1;

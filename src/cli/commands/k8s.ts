@@ -223,7 +223,9 @@ export function registerK8s(program: Command, io: Io): void {
         configSyncSeconds: string;
       },
     ) => {
-      const leaseDurationSeconds = positiveSeconds(opts.leaseDuration, '--lease-duration');
+      // Lease.spec.leaseDurationSeconds is an int32 (coordination.k8s.io/v1).
+      if (!/^[1-9]\d*$/.test(opts.leaseDuration)) throw badInput(`--lease-duration '${opts.leaseDuration}': give a whole number of seconds, 1 or more (a Lease counts whole seconds)`);
+      const leaseDurationSeconds = Number(opts.leaseDuration);
       const retrySeconds = positiveSeconds(opts.retry, '--retry');
       if (retrySeconds >= (leaseDurationSeconds * 2) / 3) {
         throw badInput(`--retry ${opts.retry}: must be under two thirds of --lease-duration (${opts.leaseDuration}), or the leader cannot renew the Lease before it lapses`);
