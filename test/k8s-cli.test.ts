@@ -4,12 +4,12 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import YAML from 'yaml';
 import { parseMigPartedConfig } from '../src/partition/config.js';
-import { gpuNode, gpuPod, kubeconfigFor, startFakeK8s, type FakeK8s, type FakeK8sOptions } from './fixtures/k8s-api-server.js';
+import { clusterPolicy, gpuNode, gpuPod, kubeconfigFor, startFakeK8s, type FakeK8s, type FakeK8sOptions } from './fixtures/k8s-api-server.js';
 import { cli } from './run-cli.js';
 
 const DEFAULT_CONFIG = readFileSync(new URL('./fixtures/mig-parted/config-default.yaml', import.meta.url), 'utf8');
 const NS = 'gpu-operator';
-const CM = 'default-mig-parted-config';
+const CM = 'migpool-mig-parted-config';
 const FAST = ['--config-sync-seconds', '0', '--poll', '0.02', '--timeout', '5'];
 
 let dir: string;
@@ -27,6 +27,7 @@ afterEach(async () => {
 /** Starts the fake API with the default mig-parted config and writes a kubeconfig for it. */
 async function start(options: Omit<FakeK8sOptions, 'migManager' | 'token'> & { configText?: string }): Promise<string> {
   server = await startFakeK8s({
+    clusterPolicies: [clusterPolicy(CM)],
     ...options,
     token: 'secret-token',
     migManager: { namespace: NS, name: CM },
@@ -257,14 +258,14 @@ describe('migpool k8s errors', () => {
     const r = await cli('k8s', 'plan', '--kubeconfig', kubeconfig);
     expect(r.code).toBe(3);
     expect(r.err.trim().split('\n')).toHaveLength(1);
-    expect(r.err).toMatch(/^migpool: listing nodes: cannot reach the Kubernetes API at http:\/\/127\.0\.0\.1:1 \(ECONNREFUSED\); check/);
+    expect(r.err).toMatch(/^migpool: listing ClusterPolicies \(nvidia.com\/v1\): cannot reach the Kubernetes API at http:\/\/127\.0\.0\.1:1 \(ECONNREFUSED\); check/);
   });
 
   it('a missing ConfigMap names it and the flags, exit 2', async () => {
     const kubeconfig = await start({ ...scenario(), configMaps: [] });
     const r = await cli('k8s', 'plan', '--kubeconfig', kubeconfig);
     expect(r.code).toBe(2);
-    expect(r.err.trim()).toMatch(/^migpool: ConfigMap gpu-operator\/default-mig-parted-config not found at http:\/\/127\.0\.0\.1:\d+; name the MIG manager's mig-parted ConfigMap with --namespace and --configmap/);
+    expect(r.err.trim()).toMatch(/^migpool: ConfigMap gpu-operator\/migpool-mig-parted-config not found at http:\/\/127\.0\.0\.1:\d+; create it from the operator's default/);
   });
 
   it('an unknown GPU product names the node, exit 2; --ignore-node gets past it', async () => {

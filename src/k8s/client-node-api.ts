@@ -2,10 +2,25 @@
  * The {@link K8sApi} port over @kubernetes/client-node 1.4: kubeconfig found as kubectl finds it,
  * patches sent with the content type each needs, and API failures turned into one-line errors.
  */
-import { ApiException, CoreV1Api, KubeConfig, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
+import { ApiException, CoreV1Api, CustomObjectsApi, KubeConfig, PatchStrategy, setHeaderOptions, Watch } from '@kubernetes/client-node';
 import { badInput, MigpoolError } from '../errors.js';
-import type { ConfigMapObject, DrainPodObject, K8sApi } from './api.js';
-import type { NodeObject } from './inventory.js';
+import type { ClusterPolicyObject, ConfigMapObject, DrainPodObject, K8sApi, LeaseObject } from './api.js';
+import type { NodeObject, WorkloadObject } from './inventory.js';
+
+/**
+ * Leases go through the generic object API, with plain JSON bodies: client-node's typed V1Lease
+ * would turn MicroTime fields into `Date`s and write them back with milliseconds only.
+ */
+const LEASES = { group: 'coordination.k8s.io', version: 'v1', plural: 'leases' } as const;
+/** NVIDIA/gpu-operator: ClusterPolicy is `nvidia.com/v1`, resource `clusterpolicies`, cluster-scoped. */
+const CLUSTER_POLICIES = { group: 'nvidia.com', version: 'v1', plural: 'clusterpolicies' } as const;
+/**
+ * Kueue's Workload: served as v1beta1 by every Kueue release, and as v1beta2 (then the storage
+ * version, v1beta1 deprecated) by newer ones (kubernetes-sigs/kueue apis/kueue/v1beta2).
+ */
+const WORKLOAD_VERSIONS = ['v1beta1', 'v1beta2'] as const;
+
+const isStatus = (e: unknown, code: number): boolean => e instanceof ApiException && (e as ApiException<unknown>).code === code;
 
 /**
  * Loads a kubeconfig as kubectl does: `file` when given (`--kubeconfig`), else `$KUBECONFIG`
@@ -68,10 +83,14 @@ export function apiError(server: string, what: string, e: unknown): MigpoolError
 export class ClientNodeApi implements K8sApi {
   readonly server: string;
   private readonly core: CoreV1Api;
+  private readonly objects: CustomObjectsApi;
+  private readonly watcher: Watch;
 
   constructor(kc: KubeConfig) {
+    this.watcher = new Watch(kc);
     this.server = kc.getCurrentCluster()?.server ?? '(no server)';
     this.core = kc.makeApiClient(CoreV1Api);
+    this.objects = kc.makeApiClient(CustomObjectsApi);
   }
 
   private async call<T>(what: string, f: () => Promise<T>): Promise<T> {
@@ -129,5 +148,67 @@ export class ClientNodeApi implements K8sApi {
       if (e instanceof ApiException && (e as ApiException<unknown>).code === 404) return true;
       throw apiError(this.server, `evicting pod ${namespace}/${name}`, e);
     }
+  }
+
+  async watch(kind: 'nodes' | 'pods', onChange: (type: string) => void, onEnd: (error: MigpoolError | null) => void): Promise<() => void> {
+    const controller = await this.watcher.watch(
+      `/api/v1/${kind}`,
+      {},
+      (type: string) => onChange(type),
+      (err: unknown) => {
+        if (err === null || err === undefined || (err as { name?: string }).name === 'AbortError') return onEnd(null);
+        const status = (err as { statusCode?: number }).statusCode;
+        onEnd(
+          status !== undefined
+            ? new MigpoolError('RUNTIME', `watching ${kind}: the Kubernetes API at ${this.server} answered ${status}`, { status })
+            : apiError(this.server, `watching ${kind}`, err),
+        );
+      },
+    );
+    return () => controller.abort();
+  }
+
+  async listClusterPolicies(): Promise<ClusterPolicyObject[] | null> {
+    try {
+      return ((await this.objects.listClusterCustomObject({ ...CLUSTER_POLICIES })) as { items?: ClusterPolicyObject[] }).items ?? [];
+    } catch (e) {
+      if (isStatus(e, 404)) return null;
+      throw apiError(this.server, 'listing ClusterPolicies (nvidia.com/v1)', e);
+    }
+  }
+
+  async listWorkloads(): Promise<WorkloadObject[] | null> {
+    for (const version of WORKLOAD_VERSIONS) {
+      try {
+        return ((await this.objects.listClusterCustomObject({ group: 'kueue.x-k8s.io', version, plural: 'workloads' })) as { items?: WorkloadObject[] }).items ?? [];
+      } catch (e) {
+        if (isStatus(e, 404)) continue;
+        throw apiError(this.server, `listing Kueue Workloads (kueue.x-k8s.io/${version})`, e);
+      }
+    }
+    return null;
+  }
+
+  async readLease(namespace: string, name: string): Promise<LeaseObject | null> {
+    try {
+      return (await this.objects.getNamespacedCustomObject({ ...LEASES, namespace, name })) as LeaseObject;
+    } catch (e) {
+      if (isStatus(e, 404)) return null;
+      throw apiError(this.server, `reading Lease ${namespace}/${name}`, e);
+    }
+  }
+
+  async createLease(namespace: string, lease: LeaseObject): Promise<LeaseObject> {
+    const body = { ...lease, apiVersion: 'coordination.k8s.io/v1', kind: 'Lease' };
+    return this.call(`creating Lease ${namespace}/${lease.metadata?.name ?? ''}`, async () =>
+      (await this.objects.createNamespacedCustomObject({ ...LEASES, namespace, body, fieldManager: 'migpool' })) as LeaseObject,
+    );
+  }
+
+  async replaceLease(namespace: string, name: string, lease: LeaseObject): Promise<LeaseObject> {
+    const body = { ...lease, apiVersion: 'coordination.k8s.io/v1', kind: 'Lease' };
+    return this.call(`updating Lease ${namespace}/${name}`, async () =>
+      (await this.objects.replaceNamespacedCustomObject({ ...LEASES, namespace, name, body, fieldManager: 'migpool' })) as LeaseObject,
+    );
   }
 }

@@ -110,3 +110,69 @@ describe('editMigConfigs', () => {
     expect(parsed.configs.get('migpool-new')?.[0]?.migDevices).toEqual({ '1g.5gb': 7 });
   });
 });
+
+describe('demand that fits only some nodes', () => {
+  const cut = { 'nvidia.com/mig-3g.20gb': '2' };
+  const nodes: NodeObject[] = [
+    node('train-1', { 'nvidia.com/mig.config': 'all-3g.20gb', pool: 'train' }, cut),
+    { ...node('infer-1', { 'nvidia.com/mig.config': 'all-3g.20gb', pool: 'infer' }, cut), spec: { taints: [{ key: 'dedicated', value: 'infer', effect: 'NoSchedule' }] } },
+  ];
+  const wants = (name: string, spec: Record<string, unknown>, count = 1): PodObject => ({
+    metadata: { name, namespace: 'ns' },
+    spec: { ...spec, containers: [{ resources: { limits: { 'nvidia.com/mig-1g.5gb': String(count) } } }] },
+    status: { phase: 'Pending' },
+  });
+  const plan = (pods: PodObject[], workloads: unknown[] = []) => {
+    const view = readClusterView(nodes, pods, { configText: DEFAULT_CONFIG, configSource: SOURCE, workloads: workloads as never });
+    return { view, plan: planCluster(view) };
+  };
+  const changed = (p: ReturnType<typeof planCluster>): string[] => p.nodes.filter((n) => n.changed).map((n) => n.name);
+
+  it('cuts only the node the pods can land on', () => {
+    const { view, plan: p } = plan([wants('a', { nodeSelector: { pool: 'train' } }), wants('b', {})]);
+    // Neither pod tolerates infer-1's taint: only train-1 may be cut, and it serves both.
+    expect(view.pending.map((x) => x.eligible)).toEqual([['train-1'], ['train-1']]);
+    expect(changed(p)).toEqual(['train-1']);
+    expect(p.served).toEqual({ '1g.5gb': 2 });
+  });
+
+  it('a pod that tolerates the taint and selects the pool gets that node; one that fits nowhere stays unserved, with the reasons', () => {
+    const { view, plan: p } = plan([
+      wants('infer', { nodeSelector: { pool: 'infer' }, tolerations: [{ key: 'dedicated', operator: 'Equal', value: 'infer', effect: 'NoSchedule' }] }),
+      wants('nowhere', { affinity: { nodeAffinity: { requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: [{ matchExpressions: [{ key: 'pool', operator: 'In', values: ['batch'] }] }] } } } }),
+    ]);
+    expect(changed(p)).toEqual(['infer-1']);
+    expect(p.served).toEqual({ '1g.5gb': 1 });
+    expect(p.unserved).toEqual({ '1g.5gb': 1 });
+    expect(view.pending.find((x) => x.name === 'nowhere')?.whyNot).toBe('infer-1: required node affinity; train-1: required node affinity');
+  });
+
+  it('the most constrained pods are planned first, and a node cut for them is not cut again', () => {
+    // 7 x 1g.5gb fill an A100-40GB: the train-only pods take train-1, the others must not take it back.
+    const { plan: p } = plan([
+      wants('train', { nodeSelector: { pool: 'train' } }, 7),
+      wants('any', { tolerations: [{ operator: 'Exists' }] }, 7),
+    ]);
+    expect(changed(p)).toEqual(['infer-1', 'train-1']);
+    expect(p.served).toEqual({ '1g.5gb': 14 });
+    const train = p.nodes.find((n) => n.name === 'train-1');
+    expect(train?.slicesAfter['1g.5gb']).toBe(7);
+  });
+
+  it('gated pods are not demand; Kueue Workloads not yet admitted are, admitted or finished ones are not', () => {
+    const template = (n: number) => ({ spec: { nodeSelector: { pool: 'train' }, containers: [{ resources: { limits: { 'nvidia.com/mig-1g.5gb': String(n) } } }] } });
+    const { view, plan: p } = plan(
+      [{ ...wants('gated', {}), spec: { schedulingGates: [{ name: 'example.com/wait' }], containers: [{ resources: { limits: { 'nvidia.com/mig-1g.5gb': '1' } } }] } }],
+      [
+        { metadata: { name: 'job-a', namespace: 'team' }, spec: { podSets: [{ name: 'main', count: 3, template: template(1) }] }, status: { conditions: [{ type: 'QuotaReserved', status: 'False' }] } },
+        { metadata: { name: 'job-b', namespace: 'team' }, spec: { podSets: [{ name: 'main', count: 2, template: template(1) }] }, status: { conditions: [{ type: 'Admitted', status: 'True' }] } },
+        { metadata: { name: 'job-c', namespace: 'team' }, spec: { podSets: [{ name: 'main', count: 2, template: template(1) }] }, status: { conditions: [{ type: 'Finished', status: 'True' }] } },
+        { metadata: { name: 'job-d', namespace: 'team' }, spec: { active: false, podSets: [{ name: 'main', count: 2, template: template(1) }] } },
+      ],
+    );
+    expect(view.gated).toEqual([{ namespace: 'ns', name: 'gated', gates: ['example.com/wait'] }]);
+    expect(view.pending.map((x) => [x.source, x.name, x.slices])).toEqual([['workload', 'workload/job-a/main', { '1g.5gb': 3 }]]);
+    expect(p.demand).toEqual({ '1g.5gb': 3 });
+    expect(changed(p)).toEqual(['train-1']);
+  });
+});

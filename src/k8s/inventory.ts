@@ -11,6 +11,7 @@ import type { GpuModel } from '../mig/types.js';
 import type { DemandInstance } from '../optimize/demand-layouts.js';
 import { matchEntries, parseMigPartedConfig, type MigPartedConfig } from '../partition/config.js';
 import { resolveMigDevices } from '../partition/desired.js';
+import { schedulingGates, whyNotOnNode, type NodePlacement, type PodPlacementSpec, type Taint } from './scheduling.js';
 import {
   addSlices,
   LABEL_COUNT,
@@ -28,15 +29,29 @@ import {
 /** The fields of a v1 Node migpool reads (client-node's V1Node fits). */
 export interface NodeObject {
   readonly metadata?: { readonly name?: string; readonly labels?: Readonly<Record<string, string>> };
-  readonly spec?: { readonly unschedulable?: boolean };
+  readonly spec?: { readonly unschedulable?: boolean; readonly taints?: readonly Taint[] };
   readonly status?: { readonly allocatable?: Readonly<Record<string, string>>; readonly capacity?: Readonly<Record<string, string>> };
 }
 
 /** The fields of a v1 Pod migpool reads (client-node's V1Pod fits). */
 export interface PodObject {
   readonly metadata?: { readonly name?: string; readonly namespace?: string };
-  readonly spec?: PodResourceSpec & { readonly nodeName?: string };
+  readonly spec?: PodResourceSpec & PodPlacementSpec & { readonly nodeName?: string };
   readonly status?: { readonly phase?: string };
+}
+
+/**
+ * The fields of a Kueue Workload (kueue.x-k8s.io/v1beta1 or v1beta2; the fields read are the same
+ * in both, kubernetes-sigs/kueue apis/kueue/v1beta1/workload_types.go): `spec.podSets[]` with a
+ * `count` and a pod `template`, `spec.active`, and the `Admitted` and `Finished` conditions.
+ */
+export interface WorkloadObject {
+  readonly metadata?: { readonly name?: string; readonly namespace?: string };
+  readonly spec?: {
+    readonly active?: boolean;
+    readonly podSets?: readonly { readonly name?: string; readonly count?: number; readonly template?: { readonly spec?: PodResourceSpec & PodPlacementSpec } }[];
+  };
+  readonly status?: { readonly conditions?: readonly { readonly type?: string; readonly status?: string }[] };
 }
 
 /** One GPU node as migpool sees it. */
@@ -66,15 +81,30 @@ export interface K8sNodeView {
   readonly reason: string | null;
 }
 
+/** Slices something waits for: a pending pod, or a pod set of a Kueue Workload not yet admitted. */
 export interface PendingPod {
   readonly namespace: string;
+  /** The pod's name, or `workload/<name>/<podSet>` for a Kueue Workload's pod set. */
   readonly name: string;
+  readonly source: 'pod' | 'workload';
   readonly slices: Readonly<Record<SliceName, number>>;
+  /** The GPU nodes it could be placed on (nodeSelector, required affinity, taints, cordon). */
+  readonly eligible: readonly string[];
+  /** When it fits no GPU node: why not, node by node. */
+  readonly whyNot: string | null;
+}
+
+/** A pending GPU pod the scheduler does not consider yet (scheduling gates), so not demand. */
+export interface GatedPod {
+  readonly namespace: string;
+  readonly name: string;
+  readonly gates: readonly string[];
 }
 
 export interface ClusterView {
   readonly nodes: readonly K8sNodeView[];
   readonly pending: readonly PendingPod[];
+  readonly gated: readonly GatedPod[];
   /** Slices the pending pods wait for, summed. */
   readonly demand: Readonly<Record<SliceName, number>>;
   readonly warnings: readonly string[];
@@ -91,6 +121,8 @@ export interface InventoryOptions {
   readonly only?: ReadonlySet<string>;
   /** Nodes to leave out of planning entirely (they still serve demand as they are). */
   readonly ignore?: ReadonlySet<string>;
+  /** Kueue Workloads; those not admitted (their Jobs are suspended, so no pods yet) are demand. */
+  readonly workloads?: readonly WorkloadObject[];
 }
 
 /** `NVIDIA-A100-SXM4-40GB-MIG-1g.5gb` or `...-SHARED` -> `NVIDIA-A100-SXM4-40GB`. */
@@ -165,15 +197,17 @@ export function layoutsUnderConfig(config: MigPartedConfig, name: string, model:
 
 /**
  * Reads the cluster: GPU nodes (those with a `nvidia.com/gpu.product` label or GPU resources),
- * the slices bound pods hold, and the demand of pending pods (not yet bound to a node). Pods in
- * `pods` that have ended (Succeeded, Failed) are skipped. A MIG-capable node whose product the
+ * the slices bound pods hold, and the demand of pending pods (not yet bound to a node, not held
+ * back by scheduling gates) and of Kueue Workloads not yet admitted, each with the GPU nodes it
+ * could land on. Pods in `pods` that have ended (Succeeded, Failed) are skipped. A MIG-capable node whose product the
  * catalogue does not know is BAD_INPUT (use `ignore` to leave it out).
  */
 export function readClusterView(nodes: readonly NodeObject[], pods: readonly PodObject[], options: InventoryOptions): ClusterView {
   const config = parseMigPartedConfig(options.configText, options.configSource);
   const warnings: string[] = [];
   const usedBy = new Map<string, { used: Record<SliceName, number>; pods: string[] }>();
-  const pending: PendingPod[] = [];
+  const waiting: { namespace: string; name: string; source: 'pod' | 'workload'; slices: Record<SliceName, number>; spec: PodPlacementSpec | undefined }[] = [];
+  const gated: GatedPod[] = [];
   for (const pod of pods) {
     const phase = pod.status?.phase;
     if (phase === 'Succeeded' || phase === 'Failed') continue;
@@ -187,17 +221,37 @@ export function readClusterView(nodes: readonly NodeObject[], pods: readonly Pod
       entry.pods.push(`${id.namespace}/${id.name}`);
       usedBy.set(nodeName, entry);
     } else {
-      pending.push({ ...id, slices });
+      // Gated pods are not demand yet. Kueue's pod integration gates its pods with
+      // `kueue.x-k8s.io/admission` (kubernetes-sigs/kueue pkg/controller/jobs/pod/constants) and
+      // describes them in a Workload, so they count once, through the Workload, until admitted.
+      const gates = schedulingGates(pod.spec);
+      if (gates.length > 0) gated.push({ ...id, gates });
+      else waiting.push({ ...id, source: 'pod', slices, spec: pod.spec });
+    }
+  }
+  for (const w of options.workloads ?? []) {
+    const cond = (type: string): boolean => (w.status?.conditions ?? []).some((c) => c.type === type && c.status === 'True');
+    // Admitted: Kueue has unsuspended the Job and its pods count as pods; Finished: nothing waits.
+    if (w.spec?.active === false || cond('Admitted') || cond('Finished')) continue;
+    for (const ps of w.spec?.podSets ?? []) {
+      const one = podSlices(ps.template?.spec);
+      const count = ps.count ?? 1;
+      if (Object.keys(one).length === 0 || count <= 0) continue;
+      const slices: Record<SliceName, number> = {};
+      for (const [k, n] of Object.entries(one)) slices[k] = n * count;
+      waiting.push({ namespace: w.metadata?.namespace ?? 'default', name: `workload/${w.metadata?.name ?? '?'}/${ps.name ?? 'main'}`, source: 'workload', slices, spec: ps.template?.spec });
     }
   }
 
   const views: K8sNodeView[] = [];
+  const placements: NodePlacement[] = [];
   for (const node of nodes) {
     const name = node.metadata?.name ?? '';
     const labels = node.metadata?.labels ?? {};
     const allocatable = slicesIn(node.status?.allocatable);
     const productLabel = labels[LABEL_PRODUCT] ?? null;
     if (productLabel === null && Object.keys(allocatable).length === 0) continue;
+    placements.push({ name, labels, taints: node.spec?.taints ?? [], unschedulable: node.spec?.unschedulable === true });
     const use = usedBy.get(name) ?? { used: {}, pods: [] };
     const migCapable = labels[LABEL_MIG_CAPABLE] === 'true';
     const base = {
@@ -270,9 +324,20 @@ export function readClusterView(nodes: readonly NodeObject[], pods: readonly Pod
     else if (use.pods.length > 0 && !options.force) reason = `GPU pods running: ${use.pods.join(', ')} (--force to change it anyway)`;
     views.push({ ...base, model, gpuCount, layouts, changeable: reason === null, reason });
   }
+  placements.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  const pending: PendingPod[] = waiting.map(({ spec, ...p }) => {
+    const eligible: string[] = [];
+    const why: string[] = [];
+    for (const n of placements) {
+      const reason = whyNotOnNode(spec, n);
+      if (reason === null) eligible.push(n.name);
+      else why.push(`${n.name}: ${reason}`);
+    }
+    return { ...p, eligible, whyNot: eligible.length === 0 ? (why.length > 0 ? why.join('; ') : 'no GPU node') : null };
+  });
   const demand: Record<SliceName, number> = {};
   for (const p of pending) addSlices(demand, p.slices);
-  return { nodes: views.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)), pending, demand, warnings };
+  return { nodes: views.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)), pending, gated, demand, warnings };
 }
 
 /** `7 x 1g.5gb, 1 x gpu`, or `nothing`. */

@@ -105,40 +105,103 @@ export function nodeConfig(view: K8sNodeView, layouts: readonly (readonly Demand
   return { name: `${CONFIG_PREFIX}${hash}`, entries, resources: exportK8s(gpus, 'x').resources };
 }
 
-/**
- * Chooses layouts for the changeable nodes with `planLayoutsForDemand`. Nodes whose layout is
- * unknown or that are not MIG-capable keep what they have, and their free slices serve demand
- * before the planner sees it; nodes with a known layout that may not change enter the planner with
- * their free slices.
- */
-export function planCluster(view: ClusterView): K8sPlan {
-  const waiting: Record<string, number> = { ...view.demand };
-  const preServed: Record<string, number> = {};
-  for (const node of view.nodes) {
-    if (node.layouts !== null && node.model !== null) continue;
-    const free = minus(node.allocatable, node.used);
-    for (const [slice, n] of Object.entries(free)) {
-      const take = Math.min(n, waiting[slice] ?? 0);
-      if (take > 0) {
-        waiting[slice] = (waiting[slice] ?? 0) - take;
-        preServed[slice] = (preServed[slice] ?? 0) + take;
-      }
+function sameLayout(a: readonly DemandInstance[] | null, b: readonly DemandInstance[] | null): boolean {
+  if (a === null || b === null) return a === b;
+  const key = (l: readonly DemandInstance[]): string =>
+    l
+      .map((i) => `${i.profile}@${i.start}`)
+      .sort()
+      .join(',');
+  return key(a) === key(b);
+}
+
+/** Takes what `have` offers of `waiting` (both slice -> count, both changed); returns how much was taken. */
+function takeFrom(have: Record<string, number>, waiting: Record<string, number>): number {
+  let taken = 0;
+  for (const [slice, w] of Object.entries(waiting)) {
+    const n = Math.min(w, have[slice] ?? 0);
+    if (n > 0) {
+      have[slice] = (have[slice] ?? 0) - n;
+      waiting[slice] = w - n;
+      taken += n;
     }
   }
+  return taken;
+}
 
-  const gpus: DemandGpu[] = [];
+interface GpuState {
+  readonly key: string;
+  readonly node: K8sNodeView;
+  readonly original: readonly DemandInstance[] | null;
+  layout: readonly DemandInstance[] | null;
+  changeable: boolean;
+  free: Record<string, number>;
+}
+
+/**
+ * Chooses layouts for the changeable nodes with `planLayoutsForDemand`, for each group of waiting
+ * pods that fit the same GPU nodes (nodeSelector, affinity, taints: see `scheduling.ts`), the most
+ * constrained group first, so that a node is only cut for pods that can land on it. A GPU cut (or
+ * kept) to serve a group is then fixed for the groups after it, with what that group left free.
+ * Nodes whose layout is unknown or that are not MIG-capable keep what they have, and their free
+ * slices serve a group before the planner sees it; nodes with a known layout that may not change
+ * enter the planner with their free slices.
+ */
+export function planCluster(view: ClusterView): K8sPlan {
+  const fixedFree = new Map<string, Record<string, number>>();
+  const states = new Map<string, GpuState[]>();
   for (const node of view.nodes) {
-    if (node.layouts === null || node.model === null) continue;
+    if (node.layouts === null || node.model === null) {
+      fixedFree.set(node.name, minus(node.allocatable, node.used));
+      continue;
+    }
     const frees = node.changeable ? [] : splitFree(node.layouts, minus(node.allocatable, node.used));
-    node.layouts.forEach((current, index) => {
-      gpus.push({ key: gpuKey(node.name, index), model: node.model as NonNullable<typeof node.model>, current, changeable: node.changeable, free: frees[index] ?? {} });
-    });
+    states.set(
+      node.name,
+      node.layouts.map((current, index) => ({ key: gpuKey(node.name, index), node, original: current, layout: current, changeable: node.changeable, free: { ...(frees[index] ?? {}) } })),
+    );
   }
-  const result = planLayoutsForDemand(
-    gpus,
-    Object.entries(waiting).map(([profile, count]) => ({ profile, count })),
-  );
-  const planned = new Map(result.gpus.map((g) => [g.key, g]));
+
+  const groups = new Map<string, { eligible: readonly string[]; demand: Record<string, number> }>();
+  for (const p of view.pending) {
+    const sig = p.eligible.join('\n');
+    const g = groups.get(sig) ?? { eligible: p.eligible, demand: {} };
+    for (const [k, n] of Object.entries(p.slices)) g.demand[k] = (g.demand[k] ?? 0) + n;
+    groups.set(sig, g);
+  }
+  const ordered = [...groups.entries()].sort(([sa, a], [sb, b]) => a.eligible.length - b.eligible.length || (sa < sb ? -1 : sa > sb ? 1 : 0)).map(([, g]) => g);
+
+  const served: Record<string, number> = {};
+  const unserved: Record<string, number> = {};
+  for (const group of ordered) {
+    const waiting = { ...group.demand };
+    for (const name of group.eligible) {
+      const free = fixedFree.get(name);
+      if (free) takeFrom(free, waiting);
+    }
+    const gpus = group.eligible.flatMap((name) => states.get(name) ?? []);
+    const result = planLayoutsForDemand(
+      gpus.map((s): DemandGpu => ({ key: s.key, model: s.node.model as NonNullable<K8sNodeView['model']>, current: s.layout, changeable: s.changeable, free: s.free })),
+      Object.entries(waiting).map(([profile, count]) => ({ profile, count })),
+    );
+    const planned = new Map(result.gpus.map((g) => [g.key, g.layout]));
+    // Hand the waiting slices out as the planner counts them: fixed GPUs' free slices first.
+    for (const s of gpus) if (!s.changeable) takeFrom(s.free, waiting);
+    for (const s of gpus) {
+      if (!s.changeable) continue;
+      const layout = planned.has(s.key) ? (planned.get(s.key) ?? null) : s.layout;
+      const offer = layout === null ? { gpu: 1 } : countsOf(layout);
+      if (takeFrom(offer, waiting) === 0) continue;
+      s.layout = layout;
+      s.changeable = false;
+      s.free = offer;
+    }
+    for (const [k, n] of Object.entries(group.demand)) {
+      const left = waiting[k] ?? 0;
+      if (n - left > 0) served[k] = (served[k] ?? 0) + n - left;
+      if (left > 0) unserved[k] = (unserved[k] ?? 0) + left;
+    }
+  }
 
   const configs: Record<string, MigPartedEntry[]> = {};
   const nodes: NodePlan[] = view.nodes.map((node) => {
@@ -151,11 +214,9 @@ export function planCluster(view: ClusterView): K8sPlan {
       reason: node.reason,
       slicesBefore: node.allocatable,
     };
-    if (node.layouts === null) return { ...common, gpus: [], changed: false, newConfig: null, slicesAfter: node.allocatable, resourcesAfter: null };
-    const plannedGpus: PlannedGpu[] = node.layouts.map((current, index) => {
-      const p = planned.get(gpuKey(node.name, index));
-      return { index, current, planned: p ? p.layout : current, changed: p?.changed ?? false };
-    });
+    const gpuStates = states.get(node.name);
+    if (node.layouts === null || gpuStates === undefined) return { ...common, gpus: [], changed: false, newConfig: null, slicesAfter: node.allocatable, resourcesAfter: null };
+    const plannedGpus: PlannedGpu[] = gpuStates.map((s, index) => ({ index, current: s.original, planned: s.layout, changed: !sameLayout(s.original, s.layout) }));
     const changed = plannedGpus.some((g) => g.changed);
     if (!changed) return { ...common, gpus: plannedGpus, changed, newConfig: null, slicesAfter: node.allocatable, resourcesAfter: null };
     const layouts = plannedGpus.map((g) => g.planned);
@@ -164,9 +225,7 @@ export function planCluster(view: ClusterView): K8sPlan {
     return { ...common, gpus: plannedGpus, changed, newConfig: cfg.name, slicesAfter: slicesOfLayouts(layouts), resourcesAfter: cfg.resources };
   });
 
-  const served: Record<string, number> = { ...preServed };
-  for (const [k, n] of Object.entries(result.served)) served[k] = (served[k] ?? 0) + n;
-  return { nodes, demand: view.demand, served, unserved: result.unserved, configs };
+  return { nodes, demand: view.demand, served, unserved, configs };
 }
 
 /** `3g.20gb+2x1g.5gb`, or `MIG off`. */

@@ -56,6 +56,37 @@ describe('manifests against the Kubernetes OpenAPI schemas', () => {
     });
   }
 
+  it('with requests, /dev/shm, a product nodeSelector and a Kueue queue: a valid Job and Pod', () => {
+    const full: ManifestOptions = { ...OPTIONS, cpu: '4', memory: '16Gi', shm: '8Gi', gpuProduct: 'NVIDIA-A100-SXM4-40GB', queue: 'team-a' };
+    for (const kind of ['Job', 'Pod'] as const) {
+      const m = jobManifest(spec({ resources: { profile: '3g.20gb' } }), 'job.yaml', { ...full, kind });
+      expect(() => (kind === 'Job' ? new Job(m as never) : new Pod(m as never)).validate()).not.toThrow();
+      expectLabelsValid(m.metadata['labels'] as Record<string, string>);
+      const podSpec = (kind === 'Job' ? (m.spec['template'] as { spec: Record<string, unknown> }).spec : m.spec) as Record<string, unknown>;
+      expect(podSpec['nodeSelector']).toEqual({ 'nvidia.com/gpu.product': 'NVIDIA-A100-SXM4-40GB' });
+      expectLabelsValid(podSpec['nodeSelector'] as Record<string, string>);
+      expect(podSpec['volumes']).toEqual([{ name: 'dshm', emptyDir: { medium: 'Memory', sizeLimit: '8Gi' } }]);
+      const [c] = podSpec['containers'] as { resources: unknown; volumeMounts: unknown }[];
+      expect(c?.resources).toEqual({ requests: { cpu: '4', memory: '16Gi' }, limits: { 'nvidia.com/mig-3g.20gb': 1 } });
+      expect(c?.volumeMounts).toEqual([{ name: 'dshm', mountPath: '/dev/shm' }]);
+      expect((m.metadata['labels'] as Record<string, string>)['kueue.x-k8s.io/queue-name']).toBe('team-a');
+    }
+    // --gpu alone: a node affinity on every product name of the model, each a valid label value.
+    const job = jobManifest(spec({}), 'job.yaml', OPTIONS) as unknown as { spec: { template: { spec: { affinity: { nodeAffinity: { requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: { matchExpressions: { values: string[] }[] }[] } } } } } } };
+    expect(() => new Job(job as never).validate()).not.toThrow();
+    const values = job.spec.template.spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0]?.matchExpressions[0]?.values ?? [];
+    expect(values).toContain('NVIDIA-A100-SXM4-40GB');
+    expect(values).toContain('NVIDIA-A100-PCIE-40GB');
+    for (const v of values) expectLabelsValid({ k: v });
+  });
+
+  it('refuses quantities and label values Kubernetes would reject', () => {
+    expect(() => jobManifest(spec({}), 'job.yaml', { ...OPTIONS, memory: '16 GB' })).toThrow(/--memory '16 GB': not a Kubernetes quantity/);
+    expect(() => jobManifest(spec({}), 'job.yaml', { ...OPTIONS, cpu: 'four' })).toThrow(/--cpu 'four'/);
+    expect(() => jobManifest(spec({}), 'job.yaml', { ...OPTIONS, queue: 'team a' })).toThrow(/--queue 'team a': not a valid label value/);
+    expect(() => jobManifest(spec({}), 'job.yaml', { ...OPTIONS, gpuProduct: 'NVIDIA A100' })).toThrow(/--gpu-product/);
+  });
+
   it('the validator does reject a broken manifest (control)', () => {
     const job = jobManifest(spec({}), 'job.yaml', OPTIONS) as unknown as { spec: { template: { spec: { restartPolicy: string } } } };
     job.spec.template.spec.restartPolicy = 'Sometimes';
@@ -63,6 +94,10 @@ describe('manifests against the Kubernetes OpenAPI schemas', () => {
     const pod = jobManifest(spec({}), 'job.yaml', { ...OPTIONS, kind: 'Pod' }) as unknown as { spec: { activeDeadlineSeconds: unknown } };
     pod.spec.activeDeadlineSeconds = 'soon';
     expect(() => new Pod(pod as never).validate()).toThrow(/activeDeadlineSeconds/);
+    const withShm = jobManifest(spec({}), 'job.yaml', { ...OPTIONS, kind: 'Pod', shm: '8Gi', cpu: '4' }) as unknown as { spec: { volumes: { emptyDir: { sizeLimit: string } }[]; containers: { resources: { requests: { cpu: string } } }[] } };
+    expect(() => new Pod(withShm as never).validate()).not.toThrow();
+    (withShm.spec.volumes[0] as { emptyDir: { sizeLimit: string } }).emptyDir.sizeLimit = 'lots';
+    expect(() => new Pod(withShm as never).validate()).toThrow(/sizeLimit must match format "quantity"/);
   });
 
   it('the ConfigMap migpool writes, and its node label and cordon patches, are valid', () => {
