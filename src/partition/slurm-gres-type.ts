@@ -23,7 +23,15 @@
  *   configuration record with a GRES type that is a substring of system device" and drops the type,
  *   and jobs asking for it stay pending (BadConstraints).
  * The memory of a GI profile is the catalogue's `memoryGiB` (`nvidia-smi mig -lgip`, which prints
- * the same memorySizeMB over 1024).
+ * the same memorySizeMB over 1024; an A100-80GB 3g.40gb is 39.25 GiB, and CUDA reports such a slice
+ * as 42144366592 bytes, the same 40192 MiB).
+ *
+ * Lines, at SchedMD/slurm commit 284c3b95f0: src/plugins/gpu/nvml/gpu_nvml.c 758-767
+ * (`_nvml_get_device_name`), 1250-1276 (`_handle_mig`: the `mig_` name, else the attributes),
+ * 1455-1467 (the GPU name cut at its first `-`), 1491-1510 (type = that prefix + the MIG suffix);
+ * src/plugins/gpu/common/gpu_common.c 286-293 (`gpu_common_underscorify_tolower`);
+ * src/plugins/gres/gpu/gres_gpu.c 141-156 and 182-229 (substring match of configured types);
+ * the 23.02.5 rule is the `-` side of commit 04f0e4c3d7's diff to `_handle_mig`.
  */
 import { badInput } from '../errors.js';
 import { resolveGpuModel } from '../mig/catalog/index.js';
