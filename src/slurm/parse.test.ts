@@ -115,6 +115,11 @@ describe('slurm plan', () => {
   it('refuses a bad site file in one line naming the field', () => {
     expect(() => parseSiteFile('nodes:\n  vm: {gpu: A100-SXM4-40GB}\n', 'nodes.yaml')).toThrow(/nodes\.yaml: nodes\.vm\.count/);
     expect(() => parseSiteFile('nodes:\n  vm: {gpu: Z9, count: 1}\n', 'nodes.yaml')).toThrow(/nodes\.vm\.gpu/);
+    // Types named by profile are dropped by AutoDetect=nvml: only with explicit File= devices.
+    expect(() => parseSiteFile('defaults: {gresTypes: profile}\nnodes:\n  vm: {gpu: A100-SXM4-80GB, count: 1}\n', 'nodes.yaml', {})).toThrow(/gresTypes: profile names types such as 3g\.40gb.*use gresTypes: nvml/);
+    expect(parseSiteFile('defaults: {gresTypes: profile, devices: "/dev/nvidia{n}"}\nnodes:\n  vm: {gpu: A100-SXM4-80GB, count: 1}\n', 'nodes.yaml', {})[0]!.gresTypes).toBe('profile');
+    expect(parseSiteFile('defaults: {slurmVersion: "22.05.8"}\nnodes:\n  vm: {gpu: A100-SXM4-80GB, count: 1}\n', 'nodes.yaml', {})[0]).toMatchObject({ gresTypes: 'nvml', slurmVersion: { major: 22, minor: 5, micro: 8 } });
+    expect(() => parseSiteFile('nodes:\n  vm: {gpu: A100-SXM4-80GB, count: 1, slurmVersion: latest}\n', 'nodes.yaml', {})).toThrow(/nodes\.vm\.slurmVersion 'latest'/);
   });
 });
 
