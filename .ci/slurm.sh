@@ -4,21 +4,29 @@
 #   export SLURM_CONF=/tmp/migpool-slurm/etc/slurm.conf
 #   export MIGPOOL_TEST_SLURM=1
 #   export MIGPOOL_TEST_SLURM_DIR=/tmp/migpool-slurm
+#   export MIGPOOL_TEST_SLURM_NODE=gpu01
 # Use: slurm_env=$(.ci/slurm.sh) && eval "$slurm_env". Stop it with .ci/slurm-stop.sh.
 #
 # Everything lives under $MIGPOOL_SLURM_DIR (default /tmp/migpool-slurm): its own munge key and
 # socket, slurm.conf and gres.conf, spool and state dirs, logs, pid files, and stand-in GPU device
-# files (device nodes under dev/ that act as /dev/null), so nothing of a system Slurm is touched. The node is this host
-# (`hostname -s`, NodeAddr 127.0.0.1) with typed GPU GRES: one stand-in file per MIG device, as
-# `Name=gpu Type=<MIG profile> File=...`. A job asking for `--gres=gpu:1g.5gb:1` gets one of them
-# (SLURM_JOB_GPUS / CUDA_VISIBLE_DEVICES). Debian/Ubuntu, as root or with sudo. Everything but the
-# export lines goes to stderr. Starting again stops what runs there first and starts afresh.
+# files (device nodes under dev/ that act as /dev/null), so nothing of a system Slurm is touched.
+# The nodes are declared as most sites do: in a file slurm.conf `Include`s (etc/nodes.conf), as a
+# host list, `NodeName=gpu[01-02]`. gpu01 is this host (NodeHostname `hostname -s`, NodeAddr
+# 127.0.0.1); gpu02 names a host that does not exist (its slurmd port has no listener), so it stays
+# down and only shows that migpool leaves the rest of a host list alone. gpu01's GPU GRES are typed
+# as Slurm 22.05's AutoDetect=nvml names the MIG devices of an A100-SXM4-80GB
+# (nvidia_a100_3g.39gb: a 3g.40gb instance has 39.25 GiB), one stand-in file per MIG device, as
+# `Name=gpu Type=<type> File=...`. A job asking for `--gres=gpu:nvidia_a100_1g.10gb:1` gets one of
+# them (SLURM_JOB_GPUS / CUDA_VISIBLE_DEVICES). (No AccountingStorageTRES: slurmctld refuses GRES
+# TRES without slurmdbd.) Debian/Ubuntu, as root or with sudo. Everything but the export lines goes to
+# stderr. Starting again stops what runs there first and starts afresh.
 set -euo pipefail
 
 dir=${MIGPOOL_SLURM_DIR:-/tmp/migpool-slurm}
 ctld_port=${MIGPOOL_SLURM_CTLD_PORT:-6817}
 slurmd_port=${MIGPOOL_SLURM_SLURMD_PORT:-6818}
-node=$(hostname -s)
+host=$(hostname -s)
+node=gpu01
 
 log() { echo "slurm.sh: $*" >&2; }
 as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
@@ -45,16 +53,17 @@ as_root munged --force --key-file="$dir/munge/munge.key" --socket="$dir/run/mung
 for _ in $(seq 1 50); do [ -S "$dir/run/munge.socket" ] && break; sleep 0.1; done
 [ -S "$dir/run/munge.socket" ] || { log "munged did not start; see $dir/log/munged.log"; exit 1; }
 
-# Stand-in GPU devices: one GPU cut as 2g.10gb + 3x1g.5gb (a valid A100-40GB layout with 2 slices
-# left free), one device per MIG device. slurmd wants character devices: each stand-in is a device
-# node of /dev/null's kind (1,3), named nvidia<N> so that Slurm's gpu plugin numbers it N
-# (CUDA_VISIBLE_DEVICES). migpool slurm apply rewrites this node's records.
+# Stand-in GPU devices: one A100-SXM4-80GB cut as 3g.40gb + 2g.20gb + 2x1g.10gb (all 7 compute
+# slices), one device per MIG device, typed as Slurm 22.05's AutoDetect=nvml names them. slurmd wants
+# character devices: each stand-in is a device node of /dev/null's kind (1,3), named nvidia<N> so
+# that Slurm's gpu plugin numbers it N (CUDA_VISIBLE_DEVICES). migpool slurm apply rewrites gpu01's
+# records.
 cat >"$dir/etc/gres.conf" <<EOF
 # gres.conf of the migpool test Slurm (stand-in device files)
-NodeName=$node Name=gpu Type=2g.10gb File=$dir/dev/nvidia0
-NodeName=$node Name=gpu Type=1g.5gb File=$dir/dev/nvidia1
-NodeName=$node Name=gpu Type=1g.5gb File=$dir/dev/nvidia2
-NodeName=$node Name=gpu Type=1g.5gb File=$dir/dev/nvidia3
+NodeName=$node Name=gpu Type=nvidia_a100_3g.39gb File=$dir/dev/nvidia0
+NodeName=$node Name=gpu Type=nvidia_a100_2g.20gb File=$dir/dev/nvidia1
+NodeName=$node Name=gpu Type=nvidia_a100_1g.10gb File=$dir/dev/nvidia2
+NodeName=$node Name=gpu Type=nvidia_a100_1g.10gb File=$dir/dev/nvidia3
 EOF
 for i in 0 1 2 3 4 5 6 7 8 9 10 11 12 13; do as_root mknod -m 0666 "$dir/dev/nvidia$i" c 1 3; done
 
@@ -62,7 +71,7 @@ cpus=$(nproc)
 cat >"$dir/etc/slurm.conf" <<EOF
 # slurm.conf of the migpool test Slurm: one node on loopback
 ClusterName=migpool
-SlurmctldHost=$node(127.0.0.1)
+SlurmctldHost=$host(127.0.0.1)
 AuthType=auth/munge
 AuthInfo=socket=$dir/run/munge.socket
 CredType=cred/munge
@@ -93,8 +102,12 @@ JobCompLoc=$dir/log/jobcomp.txt
 AccountingStorageType=accounting_storage/none
 JobAcctGatherType=jobacct_gather/none
 GresTypes=gpu
-NodeName=$node NodeAddr=127.0.0.1 CPUs=$cpus RealMemory=1000 Gres=gpu:2g.10gb:1,gpu:1g.5gb:3 State=UNKNOWN
+Include nodes.conf
 PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP
+EOF
+cat >"$dir/etc/nodes.conf" <<EOF
+# GPU nodes of the migpool test Slurm, as a host list
+NodeName=gpu[01-02] NodeHostname=$host,migpool-absent-host NodeAddr=127.0.0.1,127.0.0.1 Port=[$slurmd_port-$((slurmd_port + 1))] CPUs=$cpus RealMemory=1000 Gres=gpu:nvidia_a100_3g.39gb:1,gpu:nvidia_a100_2g.20gb:1,gpu:nvidia_a100_1g.10gb:2 State=UNKNOWN
 EOF
 
 export SLURM_CONF="$dir/etc/slurm.conf"
@@ -119,3 +132,4 @@ log "Slurm $(sinfo -V | awk '{print $2}') is up: node $node, controller on 127.0
 echo "export SLURM_CONF=$SLURM_CONF"
 echo "export MIGPOOL_TEST_SLURM=1"
 echo "export MIGPOOL_TEST_SLURM_DIR=$dir"
+echo "export MIGPOOL_TEST_SLURM_NODE=$node"

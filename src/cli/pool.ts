@@ -12,6 +12,7 @@ import { buildServer } from '../server/app.js';
 import { loadOrCreateToken, removeServerInfo, tokenPath, writeServerInfo, SERVER_INFO_FILE } from '../server/files.js';
 import { openStore } from '../store/open.js';
 import type { Store } from '../store/types.js';
+import type { GpuPort } from '../gpu/port.js';
 import { openGpuPort, simulatorStatePath } from './device.js';
 
 /** What `migpool serve` (and `migpool demo`) start with; defaults in brackets. */
@@ -30,8 +31,12 @@ export interface PoolOptions {
   readonly hold?: boolean;
   /** Where attempts run: processes here, or jobs handed to Slurm with sbatch [local]. */
   readonly executor?: 'local' | 'slurm';
-  /** Slurm executor: ms between squeue polls [2000]; GRES type of a profile (`{profile}` in a template) [`{profile}`]; more sbatch arguments. */
-  readonly slurm?: { readonly pollMs?: number; readonly gresType?: string; readonly sbatchArgs?: readonly string[] };
+  /**
+   * Slurm executor: ms between squeue polls [2000]; GRES type of a profile as a template holding
+   * `{profile}` [none: named as AutoDetect=nvml names it on the pool's GPUs]; CPUs and MiB of memory
+   * per compute slice [2, 8192]; more sbatch arguments.
+   */
+  readonly slurm?: { readonly pollMs?: number; readonly gresType?: string; readonly cpusPerSlice?: number; readonly memPerSliceMiB?: number; readonly sbatchArgs?: readonly string[] };
   readonly log?: (line: string) => void;
 }
 
@@ -86,13 +91,20 @@ async function checkNotRunning(dataDir: string): Promise<void> {
   throw badInput(`another migpool service (pid ${pid}) uses ${dataDir}: stop it first, or pass another --data-dir`);
 }
 
-function openExecutor(o: PoolOptions): Executor {
+function openExecutor(o: PoolOptions, gpu: GpuPort): Executor {
   const kind = o.executor ?? 'local';
   if (kind === 'local') return createLocalExecutor();
   if (kind !== 'slurm') throw badInput(`--executor '${String(kind)}': use local or slurm`);
-  const template = o.slurm?.gresType ?? '{profile}';
-  if (!template.includes('{profile}')) throw badInput(`--slurm-gres-type '${template}': the template must hold {profile}, e.g. {profile} or nvidia_a100_{profile}`);
-  return createSlurmExecutor({ pollMs: o.slurm?.pollMs, gresType: (p) => template.replaceAll('{profile}', p), sbatchArgs: o.slurm?.sbatchArgs });
+  const template = o.slurm?.gresType;
+  if (template !== undefined && !template.includes('{profile}')) throw badInput(`--slurm-gres-type '${template}': the template must hold {profile}, e.g. {profile} or a100_{profile}`);
+  return createSlurmExecutor({
+    pollMs: o.slurm?.pollMs,
+    gresType: template === undefined ? undefined : (p) => template.replaceAll('{profile}', p),
+    gpuProducts: async () => (await gpu.listGpus()).map((g) => g.name),
+    cpusPerSlice: o.slurm?.cpusPerSlice,
+    memPerSliceMiB: o.slurm?.memPerSliceMiB,
+    sbatchArgs: o.slurm?.sbatchArgs,
+  });
 }
 
 /** Opens the store, the GPUs and the executor, starts the live loop and the HTTP server. */
@@ -108,7 +120,7 @@ export async function startPool(o: PoolOptions): Promise<RunningPool> {
   const gpu = openGpuPort({ simulate: o.simulate, stateDir: o.dataDir }, {});
   const jobEnv: Record<string, string> = o.simulate ? { MIGPOOL_FAKE_NVIDIA_SMI_STATE: simulatorStatePath({ stateDir: o.dataDir }, {}) } : {};
   const store = await openStore({ dataDir: o.dataDir, databaseUrl: o.database });
-  const executor = openExecutor(o);
+  const executor = openExecutor(o, gpu);
   const service = new PoolServiceImpl({ store, executor, gpu, policy, dataDir: o.dataDir, jobEnv, tickMs: o.tickMs, hold: o.hold, log: o.log });
   let app: FastifyInstance | null = null;
   try {

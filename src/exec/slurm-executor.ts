@@ -9,11 +9,24 @@
  * - `slurm.json`: `{ slurmJobId }`, written as soon as sbatch answers.
  *
  * Submission: `sbatch --parsable --job-name migpool-<jobId> --chdir <workdir> --output ...
- * --error ... [--time <minutes>] --gres=gpu:<type>:<n> | --gres=gpu:<n> --export=ALL job.sh`,
- * with the job's environment added to sbatch's own (Slurm passes it on). The GRES type is the MIG
- * profile as the site names it in gres.conf (`gresType`, default the profile name itself:
- * `1g.5gb`); whole GPUs are asked for untyped. `CUDA_VISIBLE_DEVICES` is Slurm's to set from the
- * device it allocates: the service's own device choice is not passed on.
+ * --error ... --export=<names> --cpus-per-task <n> [--mem <MiB>M] [--time <minutes>]
+ * --gres=gpu:<type>:<n> | --gres=gpu:<n> job.sh`.
+ * - GRES type: the MIG profile as Slurm's `AutoDetect=nvml` names it on the pool's GPUs (for the
+ *   Slurm version `sbatch --version` reports; see partition/slurm-gres-type.ts): `3g.40gb` on an
+ *   A100-SXM4-80GB is `nvidia_a100_3g.39gb` under Slurm 22.05, `nvidia_a100_3g.40gb` from 23.02.6.
+ *   A site with its own gres.conf names gives `gresType` instead. Whole GPUs are asked for untyped.
+ *   A `+me` profile (or a partial compute instance) is refused where the Slurm type cannot tell it
+ *   from its plain profile (before 23.02.6, or under a `gresType` template): Slurm could hand the
+ *   job a slice without the media engines it asked for.
+ * - CPUs and memory: `cpusPerSlice` (default 2) and `memPerSliceMiB` (default 8192) per compute
+ *   slice of the profile (a whole GPU counts 7, the compute slices of an A100/H100/H200/B200), so
+ *   a 3g job gets 6 CPUs and 24 GiB; the job's env may set `MIGPOOL_SLURM_CPUS` (a count) and
+ *   `MIGPOOL_SLURM_MEM` (`32G`, `4000M`; `0`: no --mem) for itself.
+ * - Environment: only what the job needs reaches it: `--export` names the job's own env, its
+ *   `MIGPOOL_JOB_ID` / `MIGPOOL_ATTEMPT`, and the service's `CUDA_*` variables (not
+ *   `CUDA_VISIBLE_DEVICES`: Slurm sets it from the device it allocates); their values travel in
+ *   sbatch's environment, never on its command line. Slurm adds its `SLURM_*` variables and, as
+ *   with any explicit list, the user's login environment on the node (PATH, HOME).
  *
  * State: every `pollMs` one `squeue --json --states=all --jobs <ids>` (or `squeue -o` where --json
  * is missing) for all attempts in flight; a job in a final state (or gone from squeue) is looked up
@@ -27,6 +40,10 @@
 import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { badInput, MigpoolError } from '../errors.js';
+import { resolveGpuModel } from '../mig/catalog/index.js';
+import type { GpuModel } from '../mig/types.js';
+import { formatSlurmVersion, migNamingOf, slurmMigGresType, type SlurmMigNaming, type SlurmVersion } from '../partition/slurm-gres-type.js';
+import { localSlurmVersion } from '../slurm/version.js';
 import { SlurmClient, type CommandRunner } from '../slurm/client.js';
 import { isFinalState, type SlurmJob } from '../slurm/parse.js';
 import type { ProcessRef } from '../store/types.js';
@@ -37,8 +54,19 @@ export interface SlurmExecutorOptions {
   pollMs?: number;
   /** How commands run (tests replace it). Default execFile. */
   run?: CommandRunner;
-  /** The GRES type of a MIG profile in this site's gres.conf. Default: the profile name. */
+  /**
+   * The GRES type of a MIG profile where the site names types its own way (a `--slurm-gres-type`
+   * template). Default: as AutoDetect=nvml names it on `gpuProducts`.
+   */
   gresType?: (profile: string) => string;
+  /** Product names of the pool's GPUs (`NVIDIA A100-SXM4-80GB`), for the default GRES types. */
+  gpuProducts?: () => Promise<readonly string[]>;
+  /** The Slurm version whose naming to use. Default: what `sbatch --version` says. */
+  slurmVersion?: SlurmVersion | null;
+  /** CPUs per compute slice (`--cpus-per-task`). Default 2. */
+  cpusPerSlice?: number;
+  /** MiB of host memory per compute slice (`--mem`); 0: no --mem. Default 8192. */
+  memPerSliceMiB?: number;
   /** More sbatch arguments, e.g. `['--partition', 'gpu', '--account', 'ml']`. */
   sbatchArgs?: readonly string[];
   /** Clock for `endedAt`. Default `Date.now`. */
@@ -68,28 +96,91 @@ export function slurmTimeLimit(seconds: number): string {
   return String(Math.max(1, Math.ceil(seconds / 60)));
 }
 
-/** The `--gres` argument of a launch: typed MIG slices, or whole GPUs, or none. */
-export function gresArgument(spec: LaunchSpec, gresType: (profile: string) => string): string | null {
+/** The `--gres` argument of a launch, its MIG type already named: typed slices, or whole GPUs, or none. */
+export function gresArgument(spec: LaunchSpec, type: string | null): string | null {
   const g = spec.gres;
   if (g === undefined || g.count <= 0) return null;
-  return g.type === null ? `--gres=gpu:${g.count}` : `--gres=gpu:${gresType(g.type)}:${g.count}`;
+  return g.type === null ? `--gres=gpu:${g.count}` : `--gres=gpu:${type ?? g.type}:${g.count}`;
 }
 
-/** The sbatch arguments of a launch (without `--parsable`). */
-export function sbatchArguments(spec: LaunchSpec, opts: { gresType?: (profile: string) => string; sbatchArgs?: readonly string[] } = {}): string[] {
+/** Compute slices a launch holds: the profile's `Ng`, or 7 per whole GPU (A100, H100, H200, B200). */
+export function computeSlices(spec: LaunchSpec): number {
+  const g = spec.gres;
+  if (g === undefined || g.count <= 0) return 1;
+  if (g.type === null) return 7 * g.count;
+  const m = /(?:^|\.)(\d+)g\./.exec(g.type);
+  return (m ? Number(m[1]) : 1) * g.count;
+}
+
+/** CPUs and memory of a launch: the job's MIGPOOL_SLURM_CPUS / MIGPOOL_SLURM_MEM, else per slice. */
+export function cpuAndMemory(spec: LaunchSpec, cpusPerSlice = 2, memPerSliceMiB = 8192): { cpus: number; mem: string | null } {
+  const where = `job ${spec.jobId}`;
+  const slices = computeSlices(spec);
+  const cpusText = spec.env['MIGPOOL_SLURM_CPUS'];
+  const memText = spec.env['MIGPOOL_SLURM_MEM'];
+  if (cpusText !== undefined && !/^[1-9]\d{0,4}$/.test(cpusText)) throw badInput(`${where}: env MIGPOOL_SLURM_CPUS '${cpusText}' must be a whole number of CPUs from 1`);
+  if (memText !== undefined && !/^\d{1,9}[KMGT]?$/i.test(memText)) throw badInput(`${where}: env MIGPOOL_SLURM_MEM '${memText}' must be a Slurm size such as 32G or 4000M (0: no --mem)`);
+  const cpus = cpusText !== undefined ? Number(cpusText) : Math.max(1, cpusPerSlice * slices);
+  const mem = memText !== undefined ? (/^0+[KMGT]?$/i.test(memText) ? null : memText.toUpperCase()) : memPerSliceMiB > 0 ? `${memPerSliceMiB * slices}M` : null;
+  return { cpus, mem };
+}
+
+/** The environment names a job gets through `--export`: its own, its ids, the service's CUDA_* but CUDA_VISIBLE_DEVICES. */
+export function exportedNames(spec: LaunchSpec, serviceEnv: NodeJS.ProcessEnv = process.env): string[] {
+  const names = new Set<string>(['MIGPOOL_JOB_ID', 'MIGPOOL_ATTEMPT']);
+  for (const k of Object.keys(serviceEnv)) if (k.startsWith('CUDA_') && k !== 'CUDA_VISIBLE_DEVICES') names.add(k);
+  for (const k of Object.keys(spec.env)) names.add(k);
+  return [...names].sort();
+}
+
+/** The sbatch arguments of a launch (without `--parsable`); `type` is the Slurm GRES type of its profile. */
+export function sbatchArguments(spec: LaunchSpec, type: string | null, opts: { sbatchArgs?: readonly string[]; cpusPerSlice?: number; memPerSliceMiB?: number; serviceEnv?: NodeJS.ProcessEnv } = {}): string[] {
+  const { cpus, mem } = cpuAndMemory(spec, opts.cpusPerSlice, opts.memPerSliceMiB);
   const args = [
     `--job-name=${slurmJobName(spec.jobId)}`,
     `--chdir=${spec.workdir}`,
     `--output=${join(spec.dir, 'stdout.log')}`,
     `--error=${join(spec.dir, 'stderr.log')}`,
-    '--export=ALL',
+    `--export=${exportedNames(spec, opts.serviceEnv).join(',')}`,
     '--open-mode=append',
+    `--cpus-per-task=${cpus}`,
   ];
+  if (mem !== null) args.push(`--mem=${mem}`);
   if (spec.maxRuntimeSeconds !== null) args.push(`--time=${slurmTimeLimit(spec.maxRuntimeSeconds)}`);
-  const gres = gresArgument(spec, opts.gresType ?? ((p) => p));
+  const gres = gresArgument(spec, type);
   if (gres !== null) args.push(gres);
   args.push(...(opts.sbatchArgs ?? []), join(spec.dir, 'job.sh'));
   return args;
+}
+
+/**
+ * Names a MIG profile's Slurm type on the pool's GPUs, as AutoDetect=nvml does under `naming`.
+ * Refuses (bad input, one line) a profile no pool GPU has, one named differently on different GPUs
+ * of the pool, and a `+me` / partial-CI profile the naming cannot tell from its plain profile.
+ */
+export function autodetectGresType(profile: string, products: readonly string[], naming: SlurmMigNaming, versionText: string): string {
+  const types = new Set<string>();
+  let plain: string | null = null;
+  for (const product of new Set(products)) {
+    let model: GpuModel;
+    try {
+      model = resolveGpuModel(product);
+    } catch {
+      continue;
+    }
+    const gi = profile.replace(/^\d+c\./, '');
+    if (!model.giProfiles.some((p) => p.name === gi)) continue;
+    types.add(slurmMigGresType(product, profile, naming, model).type);
+    const base = gi.replace(/[+-].*$/, '');
+    if (base !== profile) plain = slurmMigGresType(product, base, naming, model).type;
+  }
+  if (types.size === 0) throw badInput(`slurm executor: no GPU of the pool (${[...new Set(products)].join(', ') || 'none known'}) has MIG profile ${profile}; give --slurm-gres-type to name it`);
+  if (types.size > 1) throw badInput(`slurm executor: ${profile} is ${[...types].join(' or ')} on this pool's GPUs, and a job can ask Slurm for one type only; give --slurm-gres-type`);
+  const [type] = [...types] as [string];
+  if (plain === type) {
+    throw badInput(`slurm executor: ${versionText} names ${profile} and ${profile.replace(/^\d+c\./, '').replace(/[+-].*$/, '')} alike (${type}), so Slurm could give the job a slice without what ${profile} adds; ask for the plain profile, or run Slurm 23.02.6 or later`);
+  }
+  return type;
 }
 
 function validate(spec: LaunchSpec): void {
@@ -104,6 +195,8 @@ function validate(spec: LaunchSpec): void {
   if (g !== undefined && (!Number.isInteger(g.count) || g.count < 0 || (g.type !== null && !/^[\w.+-]+$/.test(g.type)))) {
     throw badInput(`${where}: gres ${JSON.stringify(g)} needs a whole count and a type without ':' or ','`);
   }
+  const odd = Object.keys(spec.env).find((k) => !/^[A-Za-z_][A-Za-z0-9_]*$/.test(k));
+  if (odd !== undefined) throw badInput(`${where}: env name ${JSON.stringify(odd)} cannot be passed through sbatch --export; use letters, digits and '_'`);
 }
 
 interface Tracked {
@@ -221,6 +314,23 @@ export function createSlurmExecutor(opts: SlurmExecutorOptions = {}): Executor {
     watch();
   }
 
+  let version: Promise<SlurmVersion | null> | null = null;
+  /** The Slurm type of the launch's MIG profile (null for whole GPUs). */
+  async function gresTypeOf(spec: LaunchSpec): Promise<string | null> {
+    const profile = spec.gres?.type ?? null;
+    if (profile === null) return null;
+    const plainProfile = profile.replace(/^\d+c\./, '').replace(/[+-].*$/, '');
+    if (opts.gresType !== undefined) {
+      if (plainProfile !== profile) throw badInput(`slurm executor: job ${spec.jobId} asks for ${profile}, which a --slurm-gres-type template cannot tell from ${plainProfile}; drop the template (types are then named as AutoDetect=nvml names them) or ask for ${plainProfile}`);
+      return opts.gresType(profile);
+    }
+    if (opts.slurmVersion !== undefined) version ??= Promise.resolve(opts.slurmVersion);
+    version ??= localSlurmVersion(opts.run, [['sbatch', '--version']]);
+    const v = await version;
+    const products = opts.gpuProducts ? await opts.gpuProducts() : [];
+    return autodetectGresType(profile, products, migNamingOf(v), v === null ? 'Slurm (version unknown, taken as current)' : `Slurm ${formatSlurmVersion(v)}`);
+  }
+
   async function launch(spec: LaunchSpec): Promise<ProcessRef> {
     if (closed) throw new MigpoolError('RUNTIME', 'slurm executor: launch after close(); create a new executor');
     validate(spec);
@@ -244,8 +354,10 @@ export function createSlurmExecutor(opts: SlurmExecutorOptions = {}): Executor {
     }
     const script = join(spec.dir, 'job.sh');
     writeFileSync(script, batchScript(spec.command), { mode: 0o700 });
+    const type = await gresTypeOf(spec);
+    const args = sbatchArguments(spec, type, opts);
     const env: NodeJS.ProcessEnv = { ...process.env, ...spec.env, MIGPOOL_JOB_ID: spec.jobId, MIGPOOL_ATTEMPT: String(spec.attempt) };
-    const slurmJobId = await client.sbatch(sbatchArguments(spec, opts), env);
+    const slurmJobId = await client.sbatch(args, env);
     const temp = join(spec.dir, `slurm.json.tmp-${process.pid}`);
     writeFileSync(temp, `${JSON.stringify({ slurmJobId })}\n`);
     renameSync(temp, join(spec.dir, 'slurm.json'));

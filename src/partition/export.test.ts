@@ -200,6 +200,11 @@ describe('exportSlurm: gres.conf and Gres= as AutoDetect=nvml names them', () =>
     expect(s.gresValue).toBe('gpu:nvidia_h100_80gb_hbm3_7g.79gb:1,gpu:nvidia_h100_80gb_hbm3_1g.10gb:7');
   });
 
+  it('under Slurm 23.02.6+ naming, types carry NVIDIA\'s profile names, +me and partial CIs included', () => {
+    const s = exportSlurm([gpu(0, A100_40, { '3g.20gb': 1, '1g.5gb+me': 1, '1c.2g.10gb': 2 })], 'n', 'device-name');
+    expect(s.gresValue).toBe('gpu:nvidia_a100_1g.5gb+me:1,gpu:nvidia_a100_1c.2g.10gb:2,gpu:nvidia_a100_3g.20gb:1');
+  });
+
   it('falls back to the profile name, with a warning, for a GPU the catalogue does not know', () => {
     const s = exportSlurm([{ ...gpu(0, A100_40, { '1g.5gb': 1 }), pciDeviceId: '0xFFFF10DE', productName: 'NVIDIA Future-X' }], 'n');
     expect(s.gres[0]?.type).toBe('nvidia_future_1g.5gb');

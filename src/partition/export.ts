@@ -7,6 +7,7 @@ import YAML from 'yaml';
 import { badInput } from '../errors.js';
 import { normalizeProfileName, resolveGpuModel } from '../mig/catalog/index.js';
 import type { GpuModel } from '../mig/types.js';
+import { slurmGpuType, slurmMigGresType, type SlurmMigNaming } from './slurm-gres-type.js';
 
 /** One GPU of the node as found now. */
 export interface ExportGpu {
@@ -349,11 +350,6 @@ export interface SlurmExport {
   text: string;
 }
 
-/** gpu_common_underscorify_tolower in Slurm src/plugins/gpu/common/gpu_common.c. */
-function underscorifyLower(name: string): string {
-  return name.toLowerCase().replaceAll(' ', '_');
-}
-
 function modelOf(gpu: ExportGpu): GpuModel | null {
   for (const key of [gpu.pciDeviceId, gpu.productName]) {
     try {
@@ -365,31 +361,17 @@ function modelOf(gpu: ExportGpu): GpuModel | null {
   return null;
 }
 
-/**
- * `<GB>` of Slurm's MIG type: `roundl(memorySizeMB / 1024)` of the MIG device's NVML attributes.
- * Taken here from the catalogue's GiB for the GI profile (`nvidia-smi mig -lgip`, the same memory
- * size over 1024); where the catalogue has no figure, the profile name's number.
- */
-function slurmMigMemoryGb(model: GpuModel | null, device: ParsedProfile, gpu: number, warnings: string[]): number {
-  const gib = model?.giProfiles.find((p) => p.name === device.giName)?.memoryGiB ?? null;
-  if (gib === null) {
-    warnings.push(`GPU ${gpu}: no measured memory size for ${device.giName}; its Slurm type uses ${device.gb}gb from the profile name, which NVML may round differently`);
-    return device.gb;
-  }
-  return Math.round(gib);
-}
-
 const NODE_NAME = /^[^\s=,#]+$/;
 
 /**
  * gres.conf and slurm.conf `Gres=` for the node's current instances, with GRES types named as
- * Slurm's NVML autodetection names them (SchedMD/slurm src/plugins/gpu/nvml/gpu_nvml.c):
+ * Slurm's NVML autodetection names them under `naming` (see slurm-gres-type.ts for the rule and its
+ * sources; `attributes` for Slurm before 23.02.6, `device-name` after):
  * - a whole GPU: the NVML product name lower-cased with spaces turned into `_`
  *   (`NVIDIA A100-SXM4-40GB` -> `nvidia_a100-sxm4-40gb`), `File=/dev/nvidia<minor>`;
- * - a MIG device (one per compute instance): that name cut at its first `-`, then
- *   `_<GI slice count>g.<round(memory MB / 1024)>gb` (`nvidia_a100_3g.20gb`,
- *   `nvidia_h100_80gb_hbm3_7g.79gb`); the `+me` and other attributes and a partial CI's `Nc.` do
- *   not appear, so `1g.5gb+me` and `1g.5gb` share a type. Its files are `/dev/nvidia<minor>` plus
+ * - a MIG device (one per compute instance): that name cut at its first `-`, then the profile
+ *   (`nvidia_a100_3g.39gb` for an A100-80GB 3g.40gb under `attributes`, `nvidia_a100_3g.40gb`
+ *   under `device-name`). Its files are `/dev/nvidia<minor>` plus
  *   `/dev/nvidia-caps/nvidia-cap<GI minor>,/dev/nvidia-caps/nvidia-cap<CI minor>` (a MultipleFiles=
  *   record).
  * The GPU's device minor is taken to be its index (Slurm logs when they differ). The MIG
@@ -397,7 +379,7 @@ const NODE_NAME = /^[^\s=,#]+$/;
  * keeps `AutoDetect=nvml` and writes MIG records as comments with placeholders; slurm.conf's
  * `Gres=` is complete.
  */
-export function exportSlurm(gpus: readonly ExportGpu[], nodeName: string): SlurmExport {
+export function exportSlurm(gpus: readonly ExportGpu[], nodeName: string, naming: SlurmMigNaming = 'attributes'): SlurmExport {
   if (!NODE_NAME.test(nodeName)) {
     throw badInput(`'${nodeName}' is not a Slurm node name: give the NodeName from slurm.conf, without spaces, '=', ',' or '#'`);
   }
@@ -409,7 +391,7 @@ export function exportSlurm(gpus: readonly ExportGpu[], nodeName: string): Slurm
     'AutoDetect=nvml',
   ];
   for (const g of checkGpus(gpus)) {
-    const name = underscorifyLower(g.productName.trim());
+    const name = slurmGpuType(g.productName);
     const dev = `/dev/nvidia${g.index}`;
     if (!g.migEnabled) {
       gres.push({ gpuIndex: g.index, type: name, count: 1, profile: null, files: [dev], filesComplete: true });
@@ -419,11 +401,11 @@ export function exportSlurm(gpus: readonly ExportGpu[], nodeName: string): Slurm
     if (g.devices.length === 0) {
       warnings.push(`GPU ${g.index} has MIG enabled but no MIG devices: slurmd with AutoDetect=nvml stops ("MIG mode is enabled, but no MIG devices were found"); create instances or disable MIG`);
     }
-    const prefix = name.split('-')[0] ?? name;
     const model = modelOf(g);
     conf.push(`# GPU ${g.index} (${g.productName}), MIG enabled: AutoDetect=nvml finds these devices`);
     for (const d of g.devices) {
-      const type = `${prefix}_${d.profile.g}g.${slurmMigMemoryGb(model, d.profile, g.index, warnings)}gb`;
+      const { type, caveat } = slurmMigGresType(g.productName, d.profile.name, naming, model);
+      if (caveat !== null && !warnings.includes(`GPU ${g.index}: ${caveat}`)) warnings.push(`GPU ${g.index}: ${caveat}`);
       gres.push({ gpuIndex: g.index, type, count: d.count, profile: d.profile.name, files: [dev], filesComplete: false });
       for (let i = 0; i < d.count; i += 1) {
         conf.push(

@@ -76,6 +76,14 @@ describe('slurm plan', () => {
     expect(profileOfGresType('nvidia_a100-sxm4-40gb', A100)).toBe('gpu');
     expect(profileOfGresType('5g.9gb', A100)).toBeNull();
     expect(profileOfGresType('nvidia_h100_80gb_hbm3_7g.79gb', resolveGpuModel('H100-80GB'))).toBe('7g.80gb');
+    const a80 = resolveGpuModel('A100-SXM4-80GB');
+    expect(profileOfGresType('nvidia_a100_3g.39gb', a80)).toBe('3g.40gb');
+    expect(profileOfGresType('nvidia_a100_3g.40gb', a80)).toBe('3g.40gb');
+    expect(profileOfGresType('a100_4g.39gb', a80)).toBe('4g.40gb');
+    expect(profileOfGresType('nvidia_a100_1g.10gb+me', a80)).toBe('1g.10gb+me');
+    expect(profileOfGresType('nvidia_a100_1c.3g.40gb', a80)).toBe('3g.40gb');
+    // Another GPU's type is no demand for this one.
+    expect(profileOfGresType('nvidia_h100_80gb_hbm3_3g.40gb', a80)).toBeNull();
   });
 
   it('leaves a node with GPU jobs running alone, and plans for it with --force', () => {
@@ -107,6 +115,11 @@ describe('slurm plan', () => {
   it('refuses a bad site file in one line naming the field', () => {
     expect(() => parseSiteFile('nodes:\n  vm: {gpu: A100-SXM4-40GB}\n', 'nodes.yaml')).toThrow(/nodes\.yaml: nodes\.vm\.count/);
     expect(() => parseSiteFile('nodes:\n  vm: {gpu: Z9, count: 1}\n', 'nodes.yaml')).toThrow(/nodes\.vm\.gpu/);
+    // Types named by profile are dropped by AutoDetect=nvml: only with explicit File= devices.
+    expect(() => parseSiteFile('defaults: {gresTypes: profile}\nnodes:\n  vm: {gpu: A100-SXM4-80GB, count: 1}\n', 'nodes.yaml', {})).toThrow(/gresTypes: profile names types such as 3g\.40gb.*use gresTypes: nvml/);
+    expect(parseSiteFile('defaults: {gresTypes: profile, devices: "/dev/nvidia{n}"}\nnodes:\n  vm: {gpu: A100-SXM4-80GB, count: 1}\n', 'nodes.yaml', {})[0]!.gresTypes).toBe('profile');
+    expect(parseSiteFile('defaults: {slurmVersion: "22.05.8"}\nnodes:\n  vm: {gpu: A100-SXM4-80GB, count: 1}\n', 'nodes.yaml', {})[0]).toMatchObject({ gresTypes: 'nvml', slurmVersion: { major: 22, minor: 5, micro: 8 } });
+    expect(() => parseSiteFile('nodes:\n  vm: {gpu: A100-SXM4-80GB, count: 1, slurmVersion: latest}\n', 'nodes.yaml', {})).toThrow(/nodes\.vm\.slurmVersion 'latest'/);
   });
 });
 
@@ -126,16 +139,15 @@ describe('gres.conf and slurm.conf rewriting', () => {
     const conf = '# site\nNodeName=a Name=gpu Type=1g.5gb File=/dev/x0\nNodeName=vm Name=gpu Type=2g.10gb File=/d/0\nNodeName=vm Name=mps Count=100\nNodeName=vm Name=gpu Type=1g.5gb File=/d/1\n';
     const lines = gresConfLines('vm', [{ name: 'gpu', type: '1g.5gb', count: 2 }], '/d/{n}');
     expect(rewriteGresConf(conf, 'vm', lines)).toBe('# site\nNodeName=a Name=gpu Type=1g.5gb File=/dev/x0\nNodeName=vm Name=gpu Type=1g.5gb File=/d/0\nNodeName=vm Name=gpu Type=1g.5gb File=/d/1\nNodeName=vm Name=mps Count=100\n');
-    expect(() => rewriteGresConf('NodeName=a,vm Name=gpu File=/d/0\n', 'vm', lines)).toThrow(/names vm among other nodes/);
   });
 
   it("sets the node's Gres= in slurm.conf, keeping other GRES and other nodes", () => {
     const conf = 'GresTypes=gpu,mps\nNodeName=vm CPUs=2 Gres=gpu:2g.10gb:1,mps:100 State=UNKNOWN\nNodeName=vm2 CPUs=2\n';
     const items = [{ name: 'gpu', type: '1g.5gb', count: 7 }];
-    expect(rewriteSlurmConfGres(conf, 'vm', items)).toBe('GresTypes=gpu,mps\nNodeName=vm CPUs=2 Gres=mps:100,gpu:1g.5gb:7 State=UNKNOWN\nNodeName=vm2 CPUs=2\n');
-    expect(rewriteSlurmConfGres(conf, 'vm2', items)).toContain('NodeName=vm2 CPUs=2 Gres=gpu:1g.5gb:7\n');
-    expect(() => rewriteSlurmConfGres(conf, 'gpu7', items)).toThrow(/no NodeName=gpu7 line/);
-    expect(() => rewriteSlurmConfGres('NodeName=gpu[01-04] CPUs=8\n', 'gpu02', items)).toThrow(/line of its own/);
+    const one = (node: string) => rewriteSlurmConfGres([{ path: 'slurm.conf', text: conf }], node, items)[0]!.text;
+    expect(one('vm')).toBe('GresTypes=gpu,mps\nNodeName=vm CPUs=2 Gres=mps:100,gpu:1g.5gb:7 State=UNKNOWN\nNodeName=vm2 CPUs=2\n');
+    expect(one('vm2')).toContain('NodeName=vm2 CPUs=2 Gres=gpu:1g.5gb:7\n');
+    expect(() => one('gpu7')).toThrow(/no NodeName= line declares gpu7/);
     expect(sameGres(parseGres('gpu:1g.5gb:7(S:0)'), items)).toBe(true);
   });
 });

@@ -4,6 +4,7 @@
  */
 import { planLayoutsForDemand, WHOLE_GPU, type DemandGpu, type DemandInstance, type SliceDemand } from '../optimize/demand-layouts.js';
 import type { GpuModel } from '../mig/types.js';
+import { slurmMigPrefix } from '../partition/slurm-gres-type.js';
 import type { MigPartedConfig, MigPartedEntry } from '../partition/export.js';
 import { isDrained, type GresItem, type SlurmJob, type SlurmNode } from './parse.js';
 import type { SiteNode } from './site.js';
@@ -19,18 +20,22 @@ export interface NodeGpuState {
 }
 
 /**
- * The MIG profile of a GRES type: `1g.5gb` itself, or AutoDetect=nvml's `nvidia_a100_1g.5gb` /
- * `nvidia_h100_80gb_hbm3_7g.79gb` (memory rounded as NVML reports it); `gpu` for an untyped
- * request or a whole-GPU type; null for a MIG type the model does not have.
+ * The MIG profile of a GRES type: `1g.5gb` itself, or AutoDetect=nvml's `nvidia_a100_1g.5gb`,
+ * `nvidia_a100_3g.39gb` (an A100-80GB 3g.40gb, memory rounded as Slurm before 23.02.6 names it),
+ * `nvidia_h100_80gb_hbm3_1g.10gb+me`, or a part of one (`a100_3g.39gb`: Slurm matches substrings);
+ * `gpu` for an untyped request or a whole-GPU type; null for a MIG type the model does not have
+ * (its profile, or its GPU name, is another model's).
  */
 export function profileOfGresType(type: string | null, model: GpuModel): string | null {
   if (type === null) return WHOLE_GPU;
-  const m = /(?:^|_)(\d+)g\.(\d+)gb(\+\w+)?$/i.exec(type);
+  const m = /^(.*?)(?:^|_)((?:\d+c\.)?)(\d+)g\.(\d+)gb((?:\+[\w.]+)?)$/i.exec(type.toLowerCase());
   if (!m) return WHOLE_GPU;
-  const exact = `${m[1]}g.${m[2]}gb${m[3] ?? ''}`.toLowerCase();
-  if (model.giProfiles.some((p) => p.name === exact)) return exact;
-  const slices = Number(m[1]);
-  const gb = Number(m[2]);
+  const prefix = m[1] === '' ? '' : `${m[1]}_`;
+  if (prefix !== '' && !model.productNames.some((n) => `${slurmMigPrefix(n)}_`.endsWith(prefix))) return null;
+  const exact = `${m[2]}${m[3]}g.${m[4]}gb${m[5]}`;
+  if (model.giProfiles.some((p) => p.name === exact.replace(/^\d+c\./, ''))) return exact.replace(/^\d+c\./, '');
+  const slices = Number(m[3]);
+  const gb = Number(m[4]);
   const byMemory = model.giProfiles.find((p) => p.computeSlices === slices && p.memoryGiB !== null && Math.round(p.memoryGiB) === gb && !p.name.includes('+'));
   return byMemory?.name ?? null;
 }

@@ -9,7 +9,11 @@
  *   gresConf: /etc/slurm/gres.conf # where this machine sees the gres.conf to rewrite
  *   slurmConf: /etc/slurm/slurm.conf
  *   devices: /dev/nvidia{n}        # File= of the n-th GRES device in gres.conf; absent: AutoDetect=nvml, gres.conf left alone
- *   gresTypes: profile             # GRES type names: profile (1g.5gb) or nvml (nvidia_a100_1g.5gb, as AutoDetect=nvml names them)
+ *   gresTypes: nvml                # GRES type names as AutoDetect=nvml makes them (nvidia_a100_3g.39gb on an
+ *                                  # A100-80GB under Slurm < 23.02.6, nvidia_a100_3g.40gb after); profile (3g.40gb)
+ *                                  # only with devices: Slurm drops configured types that are no substring of its own
+ *   slurmVersion: "22.05.8"        # the nodes' slurmd version, which fixes the MIG type names (default: each node's
+ *                                  # migpool export asks slurmd -V there)
  *   restartSlurmd: [systemctl, restart, slurmd]       # run on the node (through remote)
  *   restartController: [systemctl, restart, slurmctld] # run here
  * nodes:
@@ -22,6 +26,8 @@ import { z } from 'zod';
 import { badInput } from '../errors.js';
 import { resolveGpuModel } from '../mig/catalog/index.js';
 import type { GpuModel } from '../mig/types.js';
+import type { SlurmVersion } from '../partition/slurm-gres-type.js';
+import { parseSlurmVersionFlag } from './version.js';
 
 export interface SiteNode {
   readonly name: string;
@@ -33,6 +39,8 @@ export interface SiteNode {
   readonly slurmConf: string;
   readonly devices: string | null;
   readonly gresTypes: 'profile' | 'nvml';
+  /** The node's slurmd version as the site file gives it, or null (the node's export finds it). */
+  readonly slurmVersion: SlurmVersion | null;
   readonly restartSlurmd: readonly string[];
   readonly restartController: readonly string[];
 }
@@ -46,6 +54,7 @@ const settings = z
     slurmConf: z.string().min(1),
     devices: z.string().min(1).nullable(),
     gresTypes: z.enum(['profile', 'nvml']),
+    slurmVersion: z.union([z.string(), z.number()]),
     restartSlurmd: argv,
     restartController: argv,
   })
@@ -60,7 +69,8 @@ const DEFAULTS = {
   gresConf: '/etc/slurm/gres.conf',
   slurmConf: '/etc/slurm/slurm.conf',
   devices: null,
-  gresTypes: 'profile',
+  gresTypes: 'nvml',
+  slurmVersion: null,
   restartSlurmd: ['systemctl', 'restart', 'slurmd'],
   restartController: ['systemctl', 'restart', 'slurmctld'],
 } as const;
@@ -88,6 +98,12 @@ export function parseSiteFile(text: string, where: string, env: NodeJS.ProcessEn
       throw badInput(`${where}: nodes.${name}.gpu: ${(e as Error).message}`);
     }
     const s = { ...defaults, ...n };
+    if (s.gresTypes === 'profile' && s.devices === null) {
+      throw badInput(
+        `${where}: nodes.${name}: gresTypes: profile names types such as 3g.40gb, which slurmd with AutoDetect=nvml drops unless they are a substring of its own names (nvidia_a100_3g.39gb on an A100-80GB before Slurm 23.02.6); use gresTypes: nvml, or give devices: for gres.conf File= lines`,
+      );
+    }
+    const slurmVersion = s.slurmVersion === null ? null : parseSlurmVersionFlag(String(s.slurmVersion), `${where}: nodes.${name}.slurmVersion`);
     const expand = (words: readonly string[]) => words.map((w) => w.replaceAll('{node}', name));
     return {
       name,
@@ -99,6 +115,7 @@ export function parseSiteFile(text: string, where: string, env: NodeJS.ProcessEn
       slurmConf: (env['SLURM_CONF'] !== undefined && parsed.data.defaults?.slurmConf === undefined && n.slurmConf === undefined ? env['SLURM_CONF'] : s.slurmConf).replaceAll('{node}', name),
       devices: s.devices,
       gresTypes: s.gresTypes,
+      slurmVersion,
       restartSlurmd: expand(s.restartSlurmd),
       restartController: expand(s.restartController),
     };

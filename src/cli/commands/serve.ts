@@ -21,7 +21,9 @@ interface ServeFlags {
   database?: string;
   executor: string;
   pollMs: string;
-  slurmGresType: string;
+  slurmGresType?: string;
+  slurmCpusPerSlice: string;
+  slurmMemPerSlice: string;
   sbatchArgs?: string;
 }
 
@@ -56,14 +58,20 @@ export function registerServe(program: Command, io: Io): void {
     .option('--database <url>', 'postgres://user:pass@host/db to keep state in PostgreSQL instead of SQLite in the data dir')
     .option('--executor <kind>', 'local (processes on this machine) or slurm (each attempt submitted with sbatch)', 'local')
     .option('--poll-ms <ms>', 'slurm executor: milliseconds between squeue polls', '2000')
-    .option('--slurm-gres-type <template>', "slurm executor: the GRES type of a MIG profile as gres.conf names it, '{profile}' replaced (e.g. nvidia_a100_{profile})", '{profile}')
+    .option('--slurm-gres-type <template>', "slurm executor: the GRES type of a MIG profile where the site names its own types, '{profile}' replaced (default: as AutoDetect=nvml names it on the pool's GPUs for the Slurm version sbatch reports, e.g. nvidia_a100_3g.39gb)")
+    .option('--slurm-cpus-per-slice <n>', 'slurm executor: --cpus-per-task per compute slice of the job (a whole GPU counts 7); a job may set MIGPOOL_SLURM_CPUS', '2')
+    .option('--slurm-mem-per-slice <MiB>', 'slurm executor: --mem in MiB per compute slice (0: no --mem); a job may set MIGPOOL_SLURM_MEM', '8192')
     .option('--sbatch-args <words>', "slurm executor: more sbatch arguments, e.g. '--partition gpu --account ml' (split as a shell would, never run by one)")
     .action(async (f: ServeFlags) => {
       const dataDir = f.dataDir ?? defaultDataDir();
       if (f.executor !== 'local' && f.executor !== 'slurm') throw badInput(`--executor '${f.executor}': use local or slurm`);
       const pollMs = Number(f.pollMs);
       if (!(Number.isFinite(pollMs) && pollMs >= 100 && pollMs <= 600_000)) throw badInput(`--poll-ms '${f.pollMs}': give milliseconds from 100 to 600000`);
-      const slurm = { pollMs, gresType: f.slurmGresType, sbatchArgs: f.sbatchArgs === undefined ? [] : splitCommandLine(f.sbatchArgs, '--sbatch-args') };
+      const cpusPerSlice = Number(f.slurmCpusPerSlice);
+      if (!(Number.isInteger(cpusPerSlice) && cpusPerSlice >= 1 && cpusPerSlice <= 1024)) throw badInput(`--slurm-cpus-per-slice '${f.slurmCpusPerSlice}': give a whole number of CPUs from 1 to 1024`);
+      const memPerSliceMiB = Number(f.slurmMemPerSlice);
+      if (!(Number.isInteger(memPerSliceMiB) && memPerSliceMiB >= 0)) throw badInput(`--slurm-mem-per-slice '${f.slurmMemPerSlice}': give whole MiB, 0 for no --mem`);
+      const slurm = { pollMs, gresType: f.slurmGresType, cpusPerSlice, memPerSliceMiB, sbatchArgs: f.sbatchArgs === undefined ? [] : splitCommandLine(f.sbatchArgs, '--sbatch-args') };
       const pool = await startPool({ dataDir, listen: f.listen, policy: f.policy, simulate: f.simulate, database: f.database, executor: f.executor, slurm, log: (l) => io.err(`migpool serve: ${l}`) });
       io.err(`migpool serve: ${await describe(pool)}; policy ${f.policy}; ${f.executor === 'slurm' ? 'jobs go to Slurm (sbatch)' : 'jobs run here'}; state in ${f.database ? 'PostgreSQL' : join(dataDir, 'migpool.db')}`);
       io.err(`migpool serve: API and dashboard at ${pool.url}/ (token in ${join(dataDir, 'token')}); Ctrl-C stops the service, jobs keep running`);

@@ -4,6 +4,7 @@ import { applySlurmPlan } from '../../slurm/apply.js';
 import { execRunner, SlurmClient, type CommandRunner } from '../../slurm/client.js';
 import { layoutText, planSlurm, type NodeGpuState, type SlurmPlan } from '../../slurm/plan.js';
 import { loadSiteFile, type SiteNode } from '../../slurm/site.js';
+import { localSlurmVersion } from '../../slurm/version.js';
 import { writeJson, type Io } from '../io.js';
 import { renderTable } from '../table.js';
 
@@ -93,7 +94,7 @@ export function registerSlurm(program: Command, io: Io): void {
     if (f.json) return writeJson(io, planJson(plan));
     io.out(renderPlan(plan));
   });
-  common(slurm.command('apply').description('plan, then per changed node: drain, wait for its GPU jobs, re-partition it, rewrite its gres.conf/Gres=, restart slurmd and the controller, resume'))
+  common(slurm.command('apply').description('plan, then per changed node: drain, wait for its GPU jobs, re-partition it, rewrite its gres.conf/Gres= (Include files and host lists too) and AccountingStorageTRES, scontrol reconfigure (Slurm 23.11+) or restart the daemons that must be, resume'))
     .option('--dry-run', 'print the plan and the commands, change nothing')
     .option('--drain-timeout <seconds>', "how long to wait for a drained node's GPU jobs to end", '600')
     .action(async (f: SlurmFlags) => {
@@ -102,7 +103,8 @@ export function registerSlurm(program: Command, io: Io): void {
       const site = loadSiteFile(f.nodes);
       const { plan, notes } = await gatherPlan(site, f.force === true);
       for (const n of notes) io.err(`warning: ${n}`);
-      const results = await applySlurmPlan(plan, site, { dryRun: f.dryRun === true, drainTimeoutSeconds: drain, log: f.json ? undefined : (l) => io.err(`migpool slurm apply: ${l}`) });
+      const slurmVersion = await localSlurmVersion(execRunner, [['scontrol', '--version']]);
+      const results = await applySlurmPlan(plan, site, { dryRun: f.dryRun === true, drainTimeoutSeconds: drain, slurmVersion, log: f.json ? undefined : (l) => io.err(`migpool slurm apply: ${l}`) });
       if (f.json) writeJson(io, { plan: planJson(plan), results });
       else {
         io.out(renderPlan(plan));
