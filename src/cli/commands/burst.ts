@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import type { Command } from 'commander';
 import { ACTIVATION_BYTES, DEFAULT_AMPLIFICATION, DEFAULT_NETWORK, PARAM_BYTES } from '../../burst/cost.js';
 import { COST_MODELS, resolveCostModel } from '../../burst/cost-models.js';
+import { DEEPPOOL_ELEMENT_BYTES } from '../../burst/deeppool-cost.js';
 import { BUILT_IN_MODELS, builtInModel, modelFromDeepPoolProfile, resolveBuiltInModel } from '../../burst/models.js';
 import { DEFAULT_PIECE_MS, DEFAULT_SLOWDOWN_BOUND, DEFAULT_SWITCH_MS, multiplex, type MultiplexOptions } from '../../burst/multiplex.js';
 import { PLAN_FORMAT_VERSION, runtimeLayers } from '../../burst/plan-json.js';
@@ -162,7 +163,11 @@ function runPlan(opts: PlanOptions, io: Io): void {
   io.out(
     `multiplexing: the burst plan leaves ${(m.idleShare * 100).toFixed(1)}% of its GPUs' time idle; background jobs get ${m.backgroundGpus.toFixed(1)} GPUs' worth of it while the foreground runs at ${m.slowdown.toFixed(3)}x its solo iteration (bound ${mux.slowdownBound}, pieces ${mux.pieceMs} ms, switching ${mux.switchMs} ms per gap)`,
   );
-  io.err(`note: parameters fp32 (${PARAM_BYTES} B), activations fp16 (${ACTIVATION_BYTES} B, autocast); per-GPU batches above the profiled ones are extrapolated linearly; GPU memory is not checked`);
+  const accounting =
+    costModel === 'migpool'
+      ? `parameters fp32 (${PARAM_BYTES} B), activations fp16 (${ACTIVATION_BYTES} B, autocast)`
+      : `DeepPool's accounting: ${DEEPPOOL_ELEMENT_BYTES}-byte activations, convolution gradients counted as DeepPool counts them (kernel_size x out_channels values), linear gradients only when split, no ring factor`;
+  io.err(`note: ${accounting}; per-GPU batches above the profiled ones are extrapolated linearly; GPU memory is not checked`);
 }
 
 interface SimOptions extends NetworkFlags, MultiplexFlags {
