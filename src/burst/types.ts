@@ -96,7 +96,7 @@ export type SplitSet = 'migpool' | 'deeppool';
 /** One layer's choice in a plan. */
 export interface LayerChoice {
   readonly name: string;
-  /** GPUs that share the global batch for this layer (a power of two). */
+  /** GPUs that share the global batch for this layer (a power of two, or all the job's GPUs). */
   readonly gpus: number;
   /** Wall-clock ms of the layer in one iteration: compute at its per-GPU batch plus gradient sync. */
   readonly ms: number;
