@@ -10,12 +10,30 @@ import { BIN, cli } from './run-cli.js';
 const run = promisify(execFile);
 const dir = mkdtempSync(join(tmpdir(), 'migpool-burst-'));
 
+interface PlanLayerJson {
+  index: number;
+  name: string;
+  kind: string | null;
+  inputs: number[];
+  gpus: number;
+  ranks: number[];
+  samples: [number, number][];
+  ms: number;
+  computeMs: number;
+  syncMs: number;
+  transferMs: number;
+  gradientBytes: number;
+}
+
 interface PlanJson {
+  format: number;
   model: string;
   gpus: number;
   globalBatch: number;
+  costModel: string;
+  splits: string;
   dataParallel: { iterationMs: number; gpuMs: number };
-  burst: { iterationMs: number; gpuMs: number; layers: { name: string; gpus: number; ms: number }[] };
+  burst: { iterationMs: number; gpuMs: number; layers: PlanLayerJson[] };
 }
 
 async function planJson(...argv: string[]): Promise<PlanJson> {
@@ -36,16 +54,39 @@ async function fails(...argv: string[]): Promise<string> {
 describe('migpool burst-plan', () => {
   it('plans a built-in model: the JSON of the issue, layers adding up to the iteration, data-parallel on every GPU', async () => {
     const json = await planJson('--model', 'vgg16', '--gpus', '64', '--global-batch', '1024');
-    expect(Object.keys(json)).toEqual(['model', 'gpus', 'globalBatch', 'dataParallel', 'burst']);
+    expect(Object.keys(json)).toEqual(['format', 'model', 'gpus', 'globalBatch', 'amplification', 'network', 'costModel', 'splits', 'dataParallel', 'burst']);
     expect(Object.keys(json.dataParallel)).toEqual(['iterationMs', 'gpuMs']);
     expect(Object.keys(json.burst)).toEqual(['iterationMs', 'gpuMs', 'layers']);
-    expect(Object.keys(json.burst.layers[0]!)).toEqual(['name', 'gpus', 'ms']);
-    expect(json).toMatchObject({ model: 'vgg16', gpus: 64, globalBatch: 1024 });
+    expect(Object.keys(json.burst.layers[0]!)).toEqual(['index', 'name', 'kind', 'inputs', 'gpus', 'ranks', 'samples', 'ms', 'computeMs', 'syncMs', 'transferMs', 'gradientBytes']);
+    expect(json).toMatchObject({ format: 1, model: 'vgg16', gpus: 64, globalBatch: 1024, amplification: 2, network: { bandwidthGBps: 266, latencyUs: 40 }, costModel: 'migpool', splits: 'migpool' });
     expect(json.burst.layers).toHaveLength(22);
     expect(json.burst.layers.reduce((s, l) => s + l.ms, 0)).toBeCloseTo(json.burst.iterationMs, 6);
     expect(json.dataParallel.gpuMs).toBeCloseTo(64 * json.dataParallel.iterationMs, 6);
     expect(json.burst.gpuMs).toBeLessThan(json.dataParallel.gpuMs);
     expect(json.burst.layers.every((l) => [1, 2, 4, 8, 16, 32, 64].includes(l.gpus))).toBe(true);
+  });
+
+  it('hands a runtime each layer: its ranks, the samples each rank takes (all of the batch, once), its inputs and its costs', async () => {
+    const json = await planJson('--model', 'vgg16', '--gpus', '8', '--global-batch', '32', '--amplification', '1e9');
+    const layers = json.burst.layers;
+    expect(layers.map((l) => l.gpus)).toEqual([...new Array<number>(18).fill(8), 1, 1, 1, 1]);
+    expect(layers[0]).toMatchObject({ index: 0, name: 'conv2d#1', kind: 'conv2d', inputs: [], ranks: [0, 1, 2, 3, 4, 5, 6, 7] });
+    expect(layers[0]!.samples).toEqual([0, 4, 8, 12, 16, 20, 24, 28].map((s) => [s, s + 4]));
+    // conv2d#1: 3 x 64 x 3 x 3 weights + 64 biases, fp32, all-reduced over its 8 ranks.
+    expect(layers[0]!.gradientBytes).toBe((3 * 64 * 9 + 64) * 4);
+    expect(layers[19]).toMatchObject({ index: 19, kind: 'linear', inputs: [18], ranks: [0], samples: [[0, 32]], gradientBytes: 0 });
+    for (const l of layers) expect(l.ms).toBeCloseTo(l.computeMs + l.syncMs + l.transferMs, 9);
+    expect(layers.reduce((s, l) => s + l.ms, 0)).toBeCloseTo(json.burst.iterationMs, 6);
+    expect(json.burst.iterationMs).toBeCloseTo(12.219, 3);
+  });
+
+  it('plans under DeepPool\'s accounting and search space on request: the plan DeepPool\'s planner finds', async () => {
+    const json = await planJson('--model', 'vgg16', '--gpus', '8', '--global-batch', '32', '--amplification', '1e9', '--cost-model', 'deeppool', '--splits', 'deeppool');
+    expect(json).toMatchObject({ costModel: 'deeppool', splits: 'deeppool' });
+    expect(json.burst.layers.map((l) => l.gpus)).toEqual([...new Array<number>(19).fill(8), 1, 1, 1]);
+    expect(json.burst.iterationMs).toBeCloseTo(11.851, 3);
+    const six = await planJson('--model', 'vgg16', '--gpus', '6', '--global-batch', '24', '--amplification', '1e9', '--splits', 'deeppool');
+    expect(Math.max(...six.burst.layers.map((l) => l.gpus))).toBe(4);
   });
 
   it('reads a JSON profile with branches (hand-checked: every layer on 2 GPUs at limit 2)', async () => {
@@ -86,6 +127,8 @@ describe('migpool burst-plan', () => {
     expect(await fails('burst-plan', '--model', 'vgg16', '--gpus', '64', '--global-batch', '8')).toContain('smaller than the 64 GPUs');
     expect(await fails('burst-plan', '--model', 'vgg16', '--gpus', '8', '--global-batch', '64', '--amplification', '0.5')).toContain('--amplification must be a number of at least 1');
     expect(await fails('burst-plan', '--profile', join(dir, 'none.json'), '--gpus', '8', '--global-batch', '64')).toContain("cannot read --profile");
+    expect(await fails('burst-plan', '--model', 'vgg16', '--gpus', '8', '--global-batch', '64', '--cost-model', 'alpa')).toContain("--cost-model must be one of migpool, deeppool");
+    expect(await fails('burst-plan', '--model', 'vgg16', '--gpus', '8', '--global-batch', '64', '--splits', 'odd')).toContain('--splits must be migpool');
     const bad = join(dir, 'bad.json');
     writeFileSync(bad, '{"layers": [{"name": "a", "inputs": ["z"]}]}');
     expect(await fails('burst-plan', '--profile', bad, '--gpus', '8', '--global-batch', '64')).toContain('not a layer listed before it');

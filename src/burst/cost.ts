@@ -1,4 +1,4 @@
-import type { Layer, Network, TimePoint } from './types.js';
+import type { CostModel, Layer, Network, TimePoint } from './types.js';
 
 /**
  * The planner's cost model. Pure functions of a layer's profile and the network.
@@ -58,7 +58,7 @@ export function computeMs(times: readonly TimePoint[], batch: number): number {
 }
 
 /** ms to move `bytes` at the network's bandwidth (no latency). */
-function wireMs(bytes: number, net: Network): number {
+export function wireMs(bytes: number, net: Network): number {
   return bytes / (net.bandwidthGBps * 1e6);
 }
 
@@ -84,13 +84,33 @@ export function allReduceMs(bytes: number, gpus: number, net: Network): number {
  */
 export function transferMs(bytesPerSample: number, globalBatch: number, from: number, to: number, net: Network): number {
   if (from === to) return 0;
+  return 2 * (wireMs(movedSamples(globalBatch, from, to) * bytesPerSample, net) + net.latencyUs / 1000);
+}
+
+/**
+ * Samples the busiest GPU sends or receives when a batch split over `from` GPUs is re-split over
+ * `to` (each GPU keeps the samples both splits give it): ceil(batch / min) x (1 - min / max), a
+ * GPU of the smaller side. 0 when equal.
+ */
+export function movedSamples(globalBatch: number, from: number, to: number): number {
+  if (from === to) return 0;
   const lo = Math.min(from, to);
   const hi = Math.max(from, to);
-  const bytes = Math.ceil(globalBatch / lo) * (1 - lo / hi) * bytesPerSample;
-  return 2 * (wireMs(bytes, net) + net.latencyUs / 1000);
+  return Math.ceil(globalBatch / lo) * (1 - lo / hi);
 }
 
 /** A layer's ms on `gpus` GPUs sharing `globalBatch`: compute at ceil(globalBatch / gpus) plus gradient sync. */
 export function layerCost(layer: Layer, globalBatch: number, gpus: number, net: Network): { computeMs: number; syncMs: number } {
   return { computeMs: computeMs(layer.times, Math.ceil(globalBatch / gpus)), syncMs: allReduceMs(layer.paramBytes, gpus, net) };
 }
+
+/**
+ * migpool's cost model (the default): compute from the profile at the per-GPU batch; gradients of
+ * every parameter (fp32) ring-all-reduced over the layer's GPUs; activations at their profiled
+ * width (fp16 under autocast) moved between differently split layers, forward and backward.
+ */
+export const MIGPOOL_COST: CostModel = {
+  name: 'migpool',
+  layerCost,
+  transferMs: (producer, _consumer, globalBatch, from, to, net) => transferMs(producer.outputBytesPerSample, globalBatch, from, to, net),
+};

@@ -1,6 +1,9 @@
 /** Burst parallelism and foreground/background multiplexing (DeepPool's ideas): planner, models, multiplexing, the simulator's scaling model. Pure. */
-export type { Layer, ModelGraph, Network, Plan, PlanRequest, LayerChoice, TimePoint } from './types.js';
-export { ACTIVATION_BYTES, DEFAULT_AMPLIFICATION, DEFAULT_NETWORK, PARAM_BYTES, allReduceMs, computeMs, transferMs } from './cost.js';
+export type { CostModel, CostModelName, Layer, LayerOp, ModelGraph, Network, Plan, PlanRequest, LayerChoice, TimePoint } from './types.js';
+export { ACTIVATION_BYTES, DEFAULT_AMPLIFICATION, DEFAULT_NETWORK, MIGPOOL_COST, PARAM_BYTES, allReduceMs, computeMs, movedSamples, transferMs } from './cost.js';
+export { COST_MODELS, resolveCostModel } from './cost-models.js';
+export { DEEPPOOL_COST, deeppoolGradient } from './deeppool-cost.js';
+export { PLAN_FORMAT_VERSION, runtimeLayers, sampleBlocks, type RuntimeLayer } from './plan-json.js';
 export { evaluatePlan, planBurst, planDataParallel, singleGpuMs, splitOptions, MAX_TABLE } from './planner.js';
 export { BUILT_IN_MODELS, builtInModel, modelFromDeepPoolProfile, resolveBuiltInModel, type BuiltInModel } from './models.js';
 export { parseProfileJson } from './profile-json.js';

@@ -68,6 +68,8 @@ export function modelFromDeepPoolProfile(text: string, file: string, name: strin
     times: p.times,
     paramBytes: p.parameters * PARAM_BYTES,
     outputBytesPerSample: product(p.outputShape) * ACTIVATION_BYTES,
+    outputElementsPerSample: product(p.outputShape),
+    op: { kind: p.kind, config: p.config },
   }));
   return { name, layers, source: `${file}: ${profiled.length} layers, ${how}` };
 }

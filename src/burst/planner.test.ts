@@ -3,14 +3,16 @@ import { linearLayer, loadBuiltIn } from '../../test/burst-fixtures.js';
 import { MigpoolError } from '../errors.js';
 import { createRandom } from '../random.js';
 import { computeMs, DEFAULT_NETWORK, layerCost, transferMs } from './cost.js';
+import { resolveCostModel } from './cost-models.js';
+import { DEEPPOOL_COST, deeppoolGradient } from './deeppool-cost.js';
 import { evaluatePlan, planBurst, planDataParallel, singleGpuMs, splitOptions } from './planner.js';
-import type { Layer, ModelGraph, Network, PlanRequest } from './types.js';
+import type { CostModelName, Layer, ModelGraph, Network, PlanRequest, SplitSet } from './types.js';
 
 /** 1 GB/s and no latency: a byte costs 1e-6 ms, a 1e6-byte sample 1 ms each way. */
 const NET: Network = { bandwidthGBps: 1, latencyUs: 0 };
 
-function req(gpus: number, globalBatch: number, amplification: number, network = NET): PlanRequest {
-  return { gpus, globalBatch, amplification, network };
+function req(gpus: number, globalBatch: number, amplification: number, network = NET, costModel: CostModelName = 'migpool', splits: SplitSet = 'migpool'): PlanRequest {
+  return { gpus, globalBatch, amplification, network, costModel, splits };
 }
 
 /** `ms(b)` at batches 1, 2, 4 (and nothing else): enough for plans of 4 samples on up to 4 GPUs. */
@@ -20,7 +22,8 @@ function layer(name: string, inputs: number[], ms: (b: number) => number, output
 
 /** Every assignment of split options to layers, with whether it fits the amplification limit. */
 function bruteForce(model: ModelGraph, r: PlanRequest): { iterationMs: number; gpus: number[] } {
-  const opts = splitOptions(r.gpus, r.globalBatch);
+  const opts = splitOptions(r.gpus, r.globalBatch, r.splits);
+  const cost = resolveCostModel(r.costModel);
   const n = model.layers.length;
   let best = { iterationMs: Number.POSITIVE_INFINITY, gpus: [] as number[] };
   const pick = new Array<number>(n).fill(0);
@@ -35,7 +38,7 @@ function bruteForce(model: ModelGraph, r: PlanRequest): { iterationMs: number; g
       if (c.gpus > 1 && own > budget * (1 + 1e-9)) return false;
       const slack = Math.max(0, budget - own) / Math.max(1, ins.length);
       return ins.every((u) => {
-        const t = transferMs(model.layers[u]!.outputBytesPerSample, r.globalBatch, gpus[u]!, c.gpus, r.network);
+        const t = cost.transferMs(model.layers[u]!, l, r.globalBatch, gpus[u]!, c.gpus, r.network);
         return t * Math.max(gpus[u]!, c.gpus) <= slack * (1 + 1e-9) + 1e-12;
       });
     });
@@ -73,10 +76,81 @@ describe('cost model', () => {
     expect(transferMs(0, 4, 1, 2, { bandwidthGBps: 1, latencyUs: 40 })).toBeCloseTo(0.08);
   });
 
-  it('offers powers of two up to the GPUs, the GPU count itself, never more than the batch', () => {
+  it('offers powers of two up to the GPUs, the GPU count itself, never more than the batch; DeepPool\'s splits are the powers of two only', () => {
     expect(splitOptions(8, 1024)).toEqual([1, 2, 4, 8]);
     expect(splitOptions(6, 1024)).toEqual([1, 2, 4, 6]);
     expect(splitOptions(1024, 1024)).toHaveLength(11);
+    expect(splitOptions(6, 1024, 'deeppool')).toEqual([1, 2, 4]);
+    expect(splitOptions(8, 1024, 'deeppool')).toEqual([1, 2, 4, 8]);
+  });
+});
+
+describe("DeepPool's accounting", () => {
+  const op = (kind: string, config: Record<string, unknown>): Layer => ({ name: kind, inputs: [], times: [{ batch: 1, ms: 1 }], paramBytes: 1e6, outputBytesPerSample: 2e6, outputElementsPerSample: 1e6, op: { kind, config } });
+
+  it('counts kernel_size x out_channels (+ kernel_size) values for a convolution, on any GPU count; in x out + out for a linear layer, only when split; nothing for other kinds', () => {
+    // An integer kernel_size counts as k x 1 and in_channels is left out, as DeepPool's calcConv2dSyncTime does.
+    expect(deeppoolGradient(op('conv2d', { in_channels: 512, out_channels: 512, kernel_size: 3 }))).toEqual({ bytes: 4 * (3 * 512 + 3), evenOnOneGpu: true });
+    expect(deeppoolGradient(op('conv2d', { in_channels: 768, out_channels: 192, kernel_size: [1, 7] }))).toEqual({ bytes: 4 * (7 * 192 + 7), evenOnOneGpu: true });
+    expect(deeppoolGradient(op('linear', { in_features: 4096, out_features: 1000 }))).toEqual({ bytes: 4 * (4096 * 1000 + 1000), evenOnOneGpu: false });
+    expect(deeppoolGradient(op('ResnetBottleneck', { inplanes: 256, planes: 64 })).bytes).toBe(0);
+    const plain: Layer = { name: 'x', inputs: [], times: [{ batch: 1, ms: 1 }], paramBytes: 1e6, outputBytesPerSample: 0 };
+    expect(deeppoolGradient(plain)).toEqual({ bytes: 1e6, evenOnOneGpu: false });
+    // bytes / bandwidth with no ring factor: 1e6 B at 1 GB/s is 1 ms on 2 GPUs and on 8.
+    expect(DEEPPOOL_COST.layerCost(plain, 8, 8, NET).syncMs).toBeCloseTo(1);
+    expect(DEEPPOOL_COST.layerCost(plain, 8, 1, NET).syncMs).toBe(0);
+    expect(DEEPPOOL_COST.layerCost(op('conv2d', { out_channels: 10, kernel_size: 3 }), 8, 1, NET).syncMs).toBeCloseTo(4 * 33 * 1e-6);
+  });
+
+  it('moves 4-byte activations, the busiest GPU\'s share both ways plus latency, and pins a flatten to its producer (x1000)', () => {
+    const conv = op('conv2d', { out_channels: 1, kernel_size: 3 });
+    // 4 -> 1: 3 of 4 samples of 1e6 elements at 4 B: 12 ms each way.
+    expect(DEEPPOOL_COST.transferMs(conv, conv, 4, 4, 1, NET)).toBeCloseTo(24);
+    expect(DEEPPOOL_COST.transferMs(conv, op('flatten', {}), 4, 4, 1, NET)).toBeCloseTo(24000);
+    expect(DEEPPOOL_COST.transferMs(conv, conv, 4, 2, 2, NET)).toBe(0);
+  });
+});
+
+describe("against DeepPool's planner on its own settings (VGG16, 8 A100, global batch 32, no limit, 266 GB/s, 40 us)", () => {
+  const vgg = loadBuiltIn('vgg16');
+  const r8 = (costModel: CostModelName, splits: SplitSet = 'migpool'): PlanRequest => req(8, 32, 1e9, DEFAULT_NETWORK, costModel, splits);
+
+  it("in DeepPool's space and accounting it finds DeepPool's plan, priced as the profile adds up by hand", () => {
+    const theirs = planBurst(vgg, r8('deeppool', 'deeppool'));
+    expect(theirs.layers.map((l) => l.gpus)).toEqual([...new Array<number>(19).fill(8), 1, 1, 1]);
+    // By hand: every layer up to the flatten at 4 samples per GPU, the linear layers at 32 on one
+    // GPU, the flatten's 25,088 fp32 values of 28 samples to that GPU and back, and DeepPool's
+    // tiny convolution sync (3 x filters + 3 values each).
+    const at = (v: number, b: number): number => vgg.layers[v]!.times.find((t) => t.batch === b)!.ms;
+    let hand = 0;
+    for (let v = 0; v < 19; v++) hand += at(v, 4);
+    for (let v = 19; v < 22; v++) hand += at(v, 32);
+    hand += 2 * ((28 * 25088 * 4) / 266e6 + 0.04);
+    for (const l of vgg.layers) if (l.op?.kind === 'conv2d') hand += (4 * (3 * (l.op.config['out_channels'] as number) + 3)) / 266e6;
+    expect(theirs.iterationMs).toBeCloseTo(hand, 9);
+    expect(theirs.iterationMs).toBeCloseTo(11.851, 3);
+  });
+
+  it("migpool's planner is at least as good as DeepPool's plan under either accounting", () => {
+    const theirs = planBurst(vgg, r8('deeppool', 'deeppool')).layers.map((l) => l.gpus);
+    for (const costModel of ['migpool', 'deeppool'] as const) {
+      const ours = planBurst(vgg, r8(costModel));
+      expect(ours.iterationMs).toBeLessThanOrEqual(evaluatePlan(vgg, r8(costModel), theirs).iterationMs + 1e-12);
+    }
+    // migpool's accounting: the flatten moves with the linear layers (DeepPool pins it), 12.219 against 12.228.
+    expect(planBurst(vgg, r8('migpool')).iterationMs).toBeCloseTo(12.219, 3);
+    expect(evaluatePlan(vgg, r8('migpool'), theirs).iterationMs).toBeCloseTo(12.228, 3);
+  });
+
+  it('beats it where the search spaces differ: on 6 GPUs DeepPool uses at most 4, migpool all 6 (about 20% faster under either accounting)', () => {
+    for (const costModel of ['migpool', 'deeppool'] as const) {
+      const r6 = (splits: SplitSet): PlanRequest => req(6, 24, 1e9, DEFAULT_NETWORK, costModel, splits);
+      const theirs = planBurst(vgg, r6('deeppool'));
+      const ours = planBurst(vgg, r6('migpool'));
+      expect(Math.max(...theirs.layers.map((l) => l.gpus))).toBe(4);
+      expect(ours.layers[0]!.gpus).toBe(6);
+      expect(ours.iterationMs).toBeLessThan(0.85 * theirs.iterationMs);
+    }
   });
 });
 
@@ -149,7 +223,7 @@ describe('planBurst on hand-checked models', () => {
 });
 
 describe('planBurst is exact', () => {
-  it('matches brute force on random chains, forks and joins at limits 1, 1.5, 2 and 1e9', () => {
+  it('matches brute force on random chains, forks and joins at limits 1, 1.5, 2 and 1e9, under both cost models and split sets', () => {
     const random = createRandom(7);
     for (let trial = 0; trial < 25; trial++) {
       const n = 3 + Math.floor(random() * 4);
@@ -172,7 +246,7 @@ describe('planBurst is exact', () => {
       }
       const model: ModelGraph = { name: `random-${trial}`, source: 'test', layers };
       for (const a of [1, 1.5, 2, 1e9]) {
-        const r = req(8, 8, a, { bandwidthGBps: 4, latencyUs: 20 });
+        const r = req(trial % 3 === 0 ? 6 : 8, 8, a, { bandwidthGBps: 4, latencyUs: 20 }, trial % 2 === 0 ? 'deeppool' : 'migpool', trial % 4 === 1 ? 'deeppool' : 'migpool');
         const best = bruteForce(model, r);
         const p = planBurst(model, r);
         expect(p.iterationMs).toBeCloseTo(best.iterationMs, 9);

@@ -1,6 +1,7 @@
 import { badInput } from '../errors.js';
-import { computeMs, layerCost, transferMs } from './cost.js';
-import type { LayerChoice, ModelGraph, Plan, PlanRequest } from './types.js';
+import { computeMs } from './cost.js';
+import { resolveCostModel } from './cost-models.js';
+import type { LayerChoice, ModelGraph, Plan, PlanRequest, SplitSet } from './types.js';
 
 /**
  * The burst-parallel planner (the idea of DeepPool, Park et al., MLSys 2022; this is migpool's
@@ -18,6 +19,14 @@ import type { LayerChoice, ModelGraph, Plan, PlanRequest } from './types.js';
  * on one GPU is always allowed, so a plan always exists; with A = 1 no plan costs more GPU-time
  * than one GPU would.
  *
+ * The costs come from a cost model (cost-models.ts): migpool's by default, or DeepPool's own
+ * accounting (`costModel: 'deeppool'`) to compare with DeepPool's planner under its assumptions.
+ * DeepPool's planner searches the same space for a chain (per layer, a power-of-two split of the
+ * samples, dynamic programming over the layers); on a chain this planner, given DeepPool's
+ * accounting, finds DeepPool's plan (VGG16, see bench/burst.ts). Unlike DeepPool, it runs the
+ * branches of a fork one after another on the same GPUs (DeepPool may run them side by side on
+ * different GPUs).
+ *
  * The problem (unary costs per layer, pairwise costs per edge) is solved exactly by variable
  * elimination in min-degree order: a chain or a series-parallel graph (branches that fork and
  * join, as in Inception or residual blocks) never builds a table over more than three layers,
@@ -28,12 +37,17 @@ import type { LayerChoice, ModelGraph, Plan, PlanRequest } from './types.js';
 /** Largest table variable elimination may build (entries) before refusing the graph. */
 export const MAX_TABLE = 4_000_000;
 
-/** The GPU counts a layer may use: 1, 2, 4, ... up to `gpus`, and `gpus` itself; never more than the batch. */
-export function splitOptions(gpus: number, globalBatch: number): number[] {
+/**
+ * The GPU counts a layer may use: 1, 2, 4, ... up to `gpus`, and (`migpool`, the default) `gpus`
+ * itself; never more than the batch. `deeppool` leaves `gpus` out when it is not a power of two:
+ * DeepPool's planner splits the samples 2^k ways for k up to floor(log2 gpus) only
+ * (listConfigOptions, parallelizationPlanner.py @ 7f823f26), so on 6 GPUs it uses at most 4.
+ */
+export function splitOptions(gpus: number, globalBatch: number, splits: SplitSet = 'migpool'): number[] {
   const cap = Math.min(gpus, globalBatch);
   const out: number[] = [];
   for (let g = 1; g <= cap; g *= 2) out.push(g);
-  if (gpus <= globalBatch && out[out.length - 1] !== gpus) out.push(gpus);
+  if (splits === 'migpool' && gpus <= globalBatch && out[out.length - 1] !== gpus) out.push(gpus);
   return out;
 }
 
@@ -46,6 +60,8 @@ export function checkRequest(model: ModelGraph, req: PlanRequest): void {
   if (!(req.network.bandwidthGBps > 0) || !Number.isFinite(req.network.bandwidthGBps)) throw badInput(`the bandwidth must be a positive number of GB/s, got ${req.network.bandwidthGBps}`);
   if (!(req.network.latencyUs >= 0) || !Number.isFinite(req.network.latencyUs)) throw badInput(`the latency must be a non-negative number of microseconds, got ${req.network.latencyUs}`);
   if (model.layers.length === 0) throw badInput(`model '${model.name}' has no layers`);
+  resolveCostModel(req.costModel);
+  if (req.splits !== undefined && req.splits !== 'migpool' && req.splits !== 'deeppool') throw badInput(`unknown split set '${String(req.splits)}': known are migpool, deeppool`);
 }
 
 /** Distinct inputs of each layer. */
@@ -59,16 +75,17 @@ function edgesOf(model: ModelGraph): number[][] {
  */
 export function evaluatePlan(model: ModelGraph, req: PlanRequest, choice: readonly number[]): Plan {
   const edges = edgesOf(model);
+  const cost = resolveCostModel(req.costModel);
   let iterationMs = 0;
   let gpuMs = 0;
   const layers: LayerChoice[] = model.layers.map((layer, v) => {
     const g = choice[v] as number;
-    const { computeMs: c, syncMs: s } = layerCost(layer, req.globalBatch, g, req.network);
+    const { computeMs: c, syncMs: s } = cost.layerCost(layer, req.globalBatch, g, req.network);
     let tMs = 0;
     let tGpus = 0;
     for (const u of edges[v] as number[]) {
       const gu = choice[u] as number;
-      const t = transferMs((model.layers[u] as (typeof model.layers)[number]).outputBytesPerSample, req.globalBatch, gu, g, req.network);
+      const t = cost.transferMs(model.layers[u] as (typeof model.layers)[number], layer, req.globalBatch, gu, g, req.network);
       if (t > 0) {
         tMs += t;
         tGpus = Math.max(tGpus, gu, g);
@@ -115,9 +132,10 @@ export function planBurst(model: ModelGraph, req: PlanRequest): Plan {
   checkRequest(model, req);
   const layers = model.layers;
   const n = layers.length;
-  const all = splitOptions(req.gpus, req.globalBatch);
+  const all = splitOptions(req.gpus, req.globalBatch, req.splits);
   const edges = edgesOf(model);
   const limit = req.amplification;
+  const cost = resolveCostModel(req.costModel);
 
   // Options of each layer: split counts whose own GPU-time fits the limit; slack per input edge.
   const options: number[][] = [];
@@ -130,7 +148,7 @@ export function planBurst(model: ModelGraph, req: PlanRequest): Plan {
     const sl: number[] = [];
     const costs: number[] = [];
     for (const g of all) {
-      const { computeMs: c, syncMs: s } = layerCost(layer, req.globalBatch, g, req.network);
+      const { computeMs: c, syncMs: s } = cost.layerCost(layer, req.globalBatch, g, req.network);
       const left = budget - (c + s) * g;
       if (g > 1 && left < -TOLERANCE * budget) continue;
       opts.push(g);
@@ -154,13 +172,14 @@ export function planBurst(model: ModelGraph, req: PlanRequest): Plan {
     const ov = options[v] as number[];
     for (const u of edges[v] as number[]) {
       const ou = options[u] as number[];
-      const bytes = (layers[u] as (typeof layers)[number]).outputBytesPerSample;
+      const producer = layers[u] as (typeof layers)[number];
+      const consumer = layers[v] as (typeof layers)[number];
       const table = new Float64Array(ou.length * ov.length);
       for (let i = 0; i < ou.length; i++) {
         for (let j = 0; j < ov.length; j++) {
           const gu = ou[i] as number;
           const gv = ov[j] as number;
-          const t = transferMs(bytes, req.globalBatch, gu, gv, req.network);
+          const t = cost.transferMs(producer, consumer, req.globalBatch, gu, gv, req.network);
           const s = (slack[v] as number[])[j] as number;
           table[i * ov.length + j] = t * Math.max(gu, gv) <= s * (1 + TOLERANCE) + 1e-12 ? t : Number.POSITIVE_INFINITY;
         }

@@ -10,6 +10,13 @@ export interface TimePoint {
   readonly ms: number;
 }
 
+/** The operator a layer runs, as its profile names it (DeepPool profiles: `conv2d`, `linear`, `flatten`, ...). */
+export interface LayerOp {
+  readonly kind: string;
+  /** Its configuration as profiled (`in_channels`, `kernel_size`, `out_features`, ...). */
+  readonly config: Readonly<Record<string, unknown>>;
+}
+
 /** One layer of a model. */
 export interface Layer {
   /** Unique within the model. */
@@ -22,6 +29,10 @@ export interface Layer {
   readonly paramBytes: number;
   /** Bytes of its output per sample (what a consumer on a different split receives). */
   readonly outputBytesPerSample: number;
+  /** The operator, where the profile says (DeepPool profiles do; migpool JSON profiles need not). */
+  readonly op?: LayerOp;
+  /** Elements of its output per sample, where known (a cost model may price them at its own width). */
+  readonly outputElementsPerSample?: number;
 }
 
 /** A model the planner can plan. */
@@ -44,6 +55,21 @@ export interface Network {
   readonly latencyUs: number;
 }
 
+/** Names of the cost models (see cost-models.ts). */
+export type CostModelName = 'migpool' | 'deeppool';
+
+/**
+ * How a plan is priced: a layer's own ms on some GPUs, and the ms of moving a producer's output to
+ * a consumer split differently. Pure.
+ */
+export interface CostModel {
+  readonly name: CostModelName;
+  /** Compute at the per-GPU batch and gradient synchronisation of `layer` on `gpus` GPUs sharing `globalBatch`. */
+  layerCost(layer: Layer, globalBatch: number, gpus: number, net: Network): { computeMs: number; syncMs: number };
+  /** Forward and backward ms of handing `producer`'s output from `from` GPUs to `consumer` on `to` GPUs; 0 when equal. */
+  transferMs(producer: Layer, consumer: Layer, globalBatch: number, from: number, to: number, net: Network): number;
+}
+
 /** What a plan is asked for. */
 export interface PlanRequest {
   readonly gpus: number;
@@ -55,12 +81,22 @@ export interface PlanRequest {
    */
   readonly amplification: number;
   readonly network: Network;
+  /** How plans are priced; default `migpool` (see cost-models.ts). */
+  readonly costModel?: CostModelName;
+  /**
+   * The GPU counts a layer may use: `migpool` (default) powers of two up to `gpus` and `gpus`
+   * itself; `deeppool` powers of two up to `gpus` only, DeepPool's sample splits.
+   */
+  readonly splits?: SplitSet;
 }
+
+/** Names of the sets of GPU counts a layer may use (see PlanRequest.splits). */
+export type SplitSet = 'migpool' | 'deeppool';
 
 /** One layer's choice in a plan. */
 export interface LayerChoice {
   readonly name: string;
-  /** GPUs that share the global batch for this layer (a power of two). */
+  /** GPUs that share the global batch for this layer (a power of two, or all the job's GPUs). */
   readonly gpus: number;
   /** Wall-clock ms of the layer in one iteration: compute at its per-GPU batch plus gradient sync. */
   readonly ms: number;

@@ -2,12 +2,15 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Command } from 'commander';
 import { ACTIVATION_BYTES, DEFAULT_AMPLIFICATION, DEFAULT_NETWORK, PARAM_BYTES } from '../../burst/cost.js';
+import { COST_MODELS, resolveCostModel } from '../../burst/cost-models.js';
+import { DEEPPOOL_ELEMENT_BYTES } from '../../burst/deeppool-cost.js';
 import { BUILT_IN_MODELS, builtInModel, modelFromDeepPoolProfile, resolveBuiltInModel } from '../../burst/models.js';
 import { DEFAULT_PIECE_MS, DEFAULT_SLOWDOWN_BOUND, DEFAULT_SWITCH_MS, multiplex, type MultiplexOptions } from '../../burst/multiplex.js';
+import { PLAN_FORMAT_VERSION, runtimeLayers } from '../../burst/plan-json.js';
 import { planBurst, planDataParallel, singleGpuMs } from '../../burst/planner.js';
 import { parseProfileJson } from '../../burst/profile-json.js';
 import { createScalingModel, type ScalingOptions } from '../../burst/scaling.js';
-import type { ModelGraph, Network, Plan, PlanRequest } from '../../burst/types.js';
+import type { ModelGraph, Network, Plan, PlanRequest, SplitSet } from '../../burst/types.js';
 import { badInput, MigpoolError } from '../../errors.js';
 import { resolveWorkload } from '../../perf/workloads.js';
 import { deeppoolPolicy } from '../../sched/policies/deeppool.js';
@@ -101,17 +104,28 @@ interface PlanOptions extends NetworkFlags, MultiplexFlags {
   profile?: string;
   gpus: string;
   globalBatch: string;
+  costModel?: string;
+  splits?: string;
   json?: boolean;
 }
 
-/** The `--json` shape of burst-plan; a layer's ms includes its input transfers, so they add up to iterationMs. */
-export function burstPlanJson(model: string, req: PlanRequest, dp: Plan, burst: Plan): unknown {
+/**
+ * The `--json` shape of burst-plan (README, "How a plan reaches a runtime"): the request, the
+ * data-parallel baseline, and the burst plan per layer for a runtime (plan-json.ts); a layer's ms
+ * includes its input transfers, so they add up to iterationMs.
+ */
+export function burstPlanJson(model: ModelGraph, req: PlanRequest, dp: Plan, burst: Plan): unknown {
   return {
-    model,
+    format: PLAN_FORMAT_VERSION,
+    model: model.name,
     gpus: req.gpus,
     globalBatch: req.globalBatch,
+    amplification: req.amplification,
+    network: req.network,
+    costModel: req.costModel ?? 'migpool',
+    splits: req.splits ?? 'migpool',
     dataParallel: { iterationMs: dp.iterationMs, gpuMs: dp.gpuMs },
-    burst: { iterationMs: burst.iterationMs, gpuMs: burst.gpuMs, layers: burst.layers.map((l) => ({ name: l.name, gpus: l.gpus, ms: l.ms + l.transferMs })) },
+    burst: { iterationMs: burst.iterationMs, gpuMs: burst.gpuMs, layers: runtimeLayers(model, burst, req) },
   };
 }
 
@@ -122,13 +136,17 @@ function runPlan(opts: PlanOptions, io: Io): void {
   const { amplification, network } = networkOf(opts);
   const mux = multiplexOf(opts);
   const model = opts.model !== undefined ? loadBuiltInModel(opts.model) : loadProfile(opts.profile as string);
-  const req: PlanRequest = { gpus, globalBatch, amplification, network };
+  if (opts.costModel !== undefined && !Object.hasOwn(COST_MODELS, opts.costModel)) throw badInput(`--cost-model must be one of ${Object.keys(COST_MODELS).join(', ')} (deeppool: DeepPool's accounting), got '${opts.costModel}'`);
+  const costModel = resolveCostModel(opts.costModel).name;
+  if (opts.splits !== undefined && opts.splits !== 'migpool' && opts.splits !== 'deeppool') throw badInput(`--splits must be migpool (powers of two and all the GPUs) or deeppool (powers of two only), got '${opts.splits}'`);
+  const splits: SplitSet = opts.splits ?? 'migpool';
+  const req: PlanRequest = { gpus, globalBatch, amplification, network, costModel, splits };
   const dp = planDataParallel(model, req);
   const burst = planBurst(model, req);
-  if (opts.json) return writeJson(io, burstPlanJson(model.name, req, dp, burst));
+  if (opts.json) return writeJson(io, burstPlanJson(model, req, dp, burst));
   const t1 = singleGpuMs(model, globalBatch);
   const m = multiplex(burst, gpus, mux);
-  io.out(`${model.name} on ${gpus} GPUs, global batch ${globalBatch}, amplification limit ${amplification}, ${network.bandwidthGBps} GB/s, ${network.latencyUs} us`);
+  io.out(`${model.name} on ${gpus} GPUs, global batch ${globalBatch}, amplification limit ${amplification}, ${network.bandwidthGBps} GB/s, ${network.latencyUs} us${costModel === 'migpool' ? '' : `, ${costModel}'s cost model`}${splits === 'migpool' ? '' : ", DeepPool's splits (powers of two)"}`);
   io.out(`model: ${model.source}`);
   io.out('');
   io.out(
@@ -146,7 +164,11 @@ function runPlan(opts: PlanOptions, io: Io): void {
   io.out(
     `multiplexing: the burst plan leaves ${(m.idleShare * 100).toFixed(1)}% of its GPUs' time idle; background jobs get ${m.backgroundGpus.toFixed(1)} GPUs' worth of it while the foreground runs at ${m.slowdown.toFixed(3)}x its solo iteration (bound ${mux.slowdownBound}, pieces ${mux.pieceMs} ms, switching ${mux.switchMs} ms per gap)`,
   );
-  io.err(`note: parameters fp32 (${PARAM_BYTES} B), activations fp16 (${ACTIVATION_BYTES} B, autocast); per-GPU batches above the profiled ones are extrapolated linearly; GPU memory is not checked`);
+  const accounting =
+    costModel === 'migpool'
+      ? `parameters fp32 (${PARAM_BYTES} B), activations fp16 (${ACTIVATION_BYTES} B, autocast)`
+      : `DeepPool's accounting: ${DEEPPOOL_ELEMENT_BYTES}-byte activations, convolution gradients counted as DeepPool counts them (kernel_size x out_channels values), linear gradients only when split, no ring factor`;
+  io.err(`note: ${accounting}; per-GPU batches above the profiled ones are extrapolated linearly; GPU memory is not checked`);
 }
 
 interface SimOptions extends NetworkFlags, MultiplexFlags {
@@ -264,7 +286,9 @@ export function registerBurst(program: Command, io: Io): void {
     .option('--slowdown <x>', `multiplexing: most the foreground may slow down (default ${DEFAULT_SLOWDOWN_BOUND})`)
     .option('--piece-ms <ms>', `multiplexing: background piece the foreground may wait for (default ${DEFAULT_PIECE_MS})`)
     .option('--switch-ms <ms>', `multiplexing: background time lost per idle gap (default ${DEFAULT_SWITCH_MS}, an assumption)`)
-    .option('--json', 'print JSON: {"model","gpus","globalBatch","dataParallel":{"iterationMs","gpuMs"},"burst":{"iterationMs","gpuMs","layers":[{"name","gpus","ms"}]}} (a layer\'s ms includes its input transfers)')
+    .option('--cost-model <name>', `how plans are priced: ${Object.keys(COST_MODELS).join(', ')} (default migpool; deeppool: DeepPool's own accounting, to compare with its planner)`)
+    .option('--splits <set>', "GPU counts a layer may use: migpool (powers of two and all the GPUs; default) or deeppool (powers of two only, as DeepPool)")
+    .option('--json', 'print JSON for a runtime: {"format","model","gpus","globalBatch","amplification","network","costModel","splits","dataParallel":{"iterationMs","gpuMs"},"burst":{"iterationMs","gpuMs","layers":[{"index","name","kind","inputs","gpus","ranks","samples","ms","computeMs","syncMs","transferMs","gradientBytes"}]}} (README: how a plan reaches a runtime)')
     .action((opts: PlanOptions) => runPlan(opts, io));
   program
     .command('burst-sim')
