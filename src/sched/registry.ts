@@ -6,17 +6,19 @@ import { migpoolPolicy } from './policies/migpool.js';
 import { misoPolicy } from './policies/miso.js';
 import { MAX_SHARERS, sharingPolicy } from './policies/sharing.js';
 import { staticPolicy } from './policies/static.js';
+import { parseTiresiasThresholds, tiresiasPolicy } from './policies/tiresias.js';
 import type { Policy } from './types.js';
 
 /** The policy names `parsePolicy` accepts, for help texts. */
-export const POLICY_NAMES: readonly string[] = ['exclusive', 'timeslice:N', 'mps:N', 'static:LAYOUT', 'miso', 'migpool', 'dp', 'deeppool'];
+export const POLICY_NAMES: readonly string[] = ['exclusive', 'timeslice:N', 'mps:N', 'static:LAYOUT', 'miso', 'migpool', 'dp', 'deeppool', 'tiresias[:T1,T2,...]'];
 
-const VALID = `valid policies: ${POLICY_NAMES.join(', ')} (N: 1 to ${MAX_SHARERS} jobs per GPU; LAYOUT: e.g. 7x1g.5gb or 3g.20gb+2g.10gb+1g.5gb+1g.5gb)`;
+const VALID = `valid policies: ${POLICY_NAMES.join(', ')} (N: 1 to ${MAX_SHARERS} jobs per GPU; LAYOUT: e.g. 7x1g.5gb or 3g.20gb+2g.10gb+1g.5gb+1g.5gb; T1,T2,...: queue thresholds in GPU-seconds, default 3250,7200)`;
 
 /**
  * The policy a name stands for: `exclusive`, `timeslice:N`, `mps:N` (N jobs per GPU at most),
  * `static:LAYOUT`, `miso`, `migpool`, `dp`, `deeppool` (case-insensitive keywords; the last two
- * schedule strong-scaled foreground jobs data-parallel or burst-parallel, see policies/dp.ts).
+ * schedule strong-scaled foreground jobs data-parallel or burst-parallel, see policies/dp.ts),
+ * `tiresias` or `tiresias:T1,T2,...` (discretised 2D-LAS with these queue thresholds, GPU-seconds).
  * The policy's `name` is the text as given (trimmed), so that reports show what the user wrote.
  * Unknown names and bad arguments are BAD_INPUT errors listing the valid names.
  */
@@ -42,6 +44,8 @@ export function parsePolicy(text: string): Policy {
       if (!Number.isInteger(n) || n < 1 || n > MAX_SHARERS) throw badInput(`policy '${name}': ${head} needs a number of jobs per GPU from 1 to ${MAX_SHARERS} (e.g. ${head}:2); ${VALID}`);
       return sharingPolicy(head, n, name);
     }
+    case 'tiresias':
+      return tiresiasPolicy(arg === null ? undefined : parseTiresiasThresholds(arg, name), name);
     case 'static':
       if (arg === null || arg === '') throw badInput(`policy '${name}': static needs a layout (e.g. static:7x1g.5gb); ${VALID}`);
       return staticPolicy(arg, name);
@@ -50,9 +54,23 @@ export function parsePolicy(text: string): Policy {
   }
 }
 
+/**
+ * Splits a comma-separated list of policy names; an item that starts with a digit continues the
+ * argument of the name before it (`tiresias:3250,7200,exclusive` is two policies).
+ */
+export function splitPolicyList(list: string): string[] {
+  const out: string[] = [];
+  for (const part of list.split(',')) {
+    const s = part.trim();
+    if (/^\d/.test(s) && out.length > 0 && (out[out.length - 1] as string).includes(':')) out[out.length - 1] += `,${s}`;
+    else out.push(s);
+  }
+  return out;
+}
+
 /** Parses a comma-separated list of policies (`exclusive,timeslice:2,static:7x1g.5gb`). */
 export function parsePolicies(list: string): Policy[] {
-  const names = list.split(',').map((s) => s.trim()).filter((s) => s !== '');
+  const names = splitPolicyList(list).filter((s) => s !== '');
   if (names.length === 0) throw badInput(`no policy given: ${VALID}`);
   return names.map(parsePolicy);
 }

@@ -4,7 +4,7 @@ import { fileURLToPath } from 'node:url';
 import type { Command } from 'commander';
 import cliProgress from 'cli-progress';
 import { badInput, MigpoolError } from '../../errors.js';
-import { parsePolicy, POLICY_NAMES } from '../../sched/registry.js';
+import { parsePolicy, POLICY_NAMES, splitPolicyList } from '../../sched/registry.js';
 import type { JobSpec, Policy, Priority } from '../../sched/types.js';
 import { DEFAULT_RECONFIGURE_SECONDS, simulate } from '../../sim/engine.js';
 import { parseFleet } from '../../sim/fleet.js';
@@ -93,7 +93,7 @@ function nonNegative(value: string, flag: string, positive = false): number {
 
 /** Parses `--policies`: comma-separated names, each once, each one the registry knows. */
 function parsePolicies(list: string): Policy[] {
-  const names = list.split(',').map((n) => n.trim());
+  const names = splitPolicyList(list);
   if (names.length === 0 || names.some((n) => n === '')) throw badInput(`'${list}' has an empty name: write e.g. exclusive,static:7x1g.5gb,migpool`);
   const twice = names.find((n, i) => names.indexOf(n) !== i);
   if (twice !== undefined) throw badInput(`'${twice}' is named twice`);
