@@ -4,7 +4,8 @@ import { fileURLToPath } from 'node:url';
 import type { Command } from 'commander';
 import cliProgress from 'cli-progress';
 import { badInput, MigpoolError } from '../../errors.js';
-import { parsePolicy, POLICY_NAMES, splitPolicyList } from '../../sched/registry.js';
+import { loadHighs } from '../../exec/highs.js';
+import { parsePolicy, POLICY_NAMES, splitPolicyList, type PolicyDeps } from '../../sched/registry.js';
 import type { JobSpec, Policy, Priority } from '../../sched/types.js';
 import { DEFAULT_RECONFIGURE_SECONDS, simulate } from '../../sim/engine.js';
 import { parseFleet } from '../../sim/fleet.js';
@@ -92,12 +93,12 @@ function nonNegative(value: string, flag: string, positive = false): number {
 }
 
 /** Parses `--policies`: comma-separated names, each once, each one the registry knows. */
-function parsePolicies(list: string): Policy[] {
+function parsePolicies(list: string, deps: PolicyDeps): Policy[] {
   const names = splitPolicyList(list);
   if (names.length === 0 || names.some((n) => n === '')) throw badInput(`'${list}' has an empty name: write e.g. exclusive,static:7x1g.5gb,migpool`);
   const twice = names.find((n, i) => names.indexOf(n) !== i);
   if (twice !== undefined) throw badInput(`'${twice}' is named twice`);
-  return names.map((n) => parsePolicy(n));
+  return names.map((n) => parsePolicy(n, deps));
 }
 
 function withFlag<T>(flag: string, f: () => T): T {
@@ -267,12 +268,14 @@ export function registerSimulate(program: Command, io: Io): void {
     .action((opts: SimulateOptions) => runSimulate(opts, io));
 }
 
-function runSimulate(opts: SimulateOptions, io: Io): void {
+async function runSimulate(opts: SimulateOptions, io: Io): Promise<void> {
   const seed = wholeNumber(opts.seed, '--seed', 0);
   const limit = opts.limit === undefined ? undefined : wholeNumber(opts.limit, '--limit', 1);
   const reconfigureSeconds = opts.reconfigureSeconds === undefined ? undefined : nonNegative(opts.reconfigureSeconds, '--reconfigure-seconds');
   const fleet = withFlag('--fleet', () => parseFleet(opts.fleet));
-  const policies = withFlag('--policies', () => parsePolicies(opts.policies));
+  // gavel solves its allocation with HiGHS on fleets of several GPU models.
+  const highs = /gavel/i.test(opts.policies) && new Set(fleet.gpus.map((g) => g.name)).size > 1 ? await loadHighs() : undefined;
+  const policies = withFlag('--policies', () => parsePolicies(opts.policies, highs ? { highs } : {}));
   const mix = withFlag('--mix', () => parseMix(opts.mix));
   const trace = loadTrace(opts, fleet, mix, seed, limit);
   if (trace.jobs.length === 0) throw badInput(`--trace '${opts.trace}' has no jobs to simulate`);
