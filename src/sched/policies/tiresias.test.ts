@@ -21,22 +21,22 @@ function blindfolded(policy: Policy): Policy {
         return Reflect.get(target, key, receiver) as unknown;
       },
     });
-  return {
-    name: policy.name,
-    decide(view, ctx) {
-      const running = new Map<string, RunningJobView>();
-      for (const [id, r] of view.running) running.set(id, { spec: blind(r.spec), placement: r.placement, started: r.started, done: NaN, speed: NaN });
-      const plain: ClusterView = { now: view.now, gpus: view.gpus, queue: view.queue.map(blind), running, ...(view.history ? { history: view.history } : {}) };
-      return policy.decide(plain, ctx);
-    },
+  const plainView = (view: ClusterView): ClusterView => {
+    const running = new Map<string, RunningJobView>();
+    for (const [id, r] of view.running) running.set(id, { spec: blind(r.spec), placement: r.placement, started: r.started, done: NaN, speed: NaN });
+    return { now: view.now, gpus: view.gpus, queue: view.queue.map(blind), running, ...(view.history ? { history: view.history } : {}) };
   };
+  return { name: policy.name, decide: (view, ctx) => policy.decide(plainView(view), ctx), wakeAt: (view) => policy.wakeAt?.(plainView(view)) ?? null };
 }
 
 describe('tiresias', () => {
   it('keeps a Q0 job running when a newcomer arrives, and preempts it for one once it crossed the threshold', () => {
-    // One GPU, threshold 100 GPU-s. b arrives while a (Q0) runs: it waits behind a.
+    // One GPU, threshold 100 GPU-s. b arrives while a (Q0) runs: it waits behind a until a reaches
+    // 100 GPU-s at t=100 (the policy asks to be called then), moves to Q1 and yields to b.
     const before = run('1xA100-40GB', [job('a', 0, 300), job('b', 50, 50)], tiresiasPolicy([100]));
-    expect(before.jcts).toEqual([300, 300]);
+    expect(before.jcts).toEqual([350, 100]);
+    // With a threshold a never reaches, b waits for a to end.
+    expect(run('1xA100-40GB', [job('a', 0, 300), job('b', 50, 50)], tiresiasPolicy([1000])).jcts).toEqual([300, 300]);
     // b arrives after a attained 150 GPU-s: a is in Q1, b (Q0) takes its GPU; a resumes after b.
     const after = run('1xA100-40GB', [job('a', 0, 300), job('b', 150, 50)], tiresiasPolicy([100]));
     expect(after.jcts).toEqual([350, 50]);
