@@ -1,6 +1,6 @@
 import { badInput } from '../../errors.js';
 import type { ClusterView, Decision, GpuView, JobSpec, Policy, PolicyContext } from '../types.js';
-import { canEverRunWhole, historyOf, migOffIdle, Picker, wholeGpusWith } from './common.js';
+import { canEverRunWhole, chain, historyOf, migOffIdle, Picker, wholeGpusWith } from './common.js';
 
 /**
  * Queue thresholds of the reference simulator's `dlas-gpu` run, GPU-seconds of attained service:
@@ -66,10 +66,46 @@ export function tiresiasPolicy(thresholds: readonly number[] = TIRESIAS_THRESHOL
     levelOf.set(id, level);
     (queues[level] as string[]).push(id);
   };
+  /** When each running job reaches the threshold below its queue, soonest first (stale entries skipped). */
+  const crossings = new MinHeap<{ at: number; id: string; run: number }>((a, b) => a.at - b.at || a.run - b.run);
+  /** Per running job, the run its crossing entry belongs to (a preempted job's entry goes stale). */
+  const runOf = new Map<string, number>();
+  let runs = 0;
+  const watch = (view: ClusterView, id: string, gpus: number): void => {
+    const level = levelOf.get(id) as number;
+    const run = runs++;
+    runOf.set(id, run);
+    if (level < limits.length) crossings.push({ at: view.now + ((limits[level] as number) - historyOf(view, id).attainedGpuSeconds) / gpus, id, run });
+  };
+  const live = (view: ClusterView, e: { id: string; run: number }): boolean => runOf.get(e.id) === e.run && view.running.has(e.id);
+  /** Moves running jobs that reached a threshold down, in arrival order. */
+  const demote = (view: ClusterView): void => {
+    const down: string[] = [];
+    for (let e = crossings.peek(); e && e.at <= view.now + CROSSING_TIME_TOLERANCE; e = crossings.peek()) {
+      crossings.pop();
+      if (live(view, e)) down.push(e.id);
+    }
+    if (down.length === 0) return;
+    down.sort((a, b) => (seenAt.get(a) as number) - (seenAt.get(b) as number));
+    for (const id of down) {
+      const level = levelFor(historyOf(view, id).attainedGpuSeconds);
+      const from = levelOf.get(id) as number;
+      if (level > from) {
+        const q = queues[from] as string[];
+        q.splice(q.indexOf(id), 1);
+        join(id, level);
+      }
+      const r = view.running.get(id);
+      if (r && r.placement.kind === 'gpus') watch(view, id, r.placement.gpus.length);
+    }
+  };
 
   return {
     name,
     decide(view: ClusterView, ctx: PolicyContext): Decision[] {
+      demote(view);
+      // Nothing waits: nothing to start and no one to preempt for; the queues are tidied next time.
+      if (view.queue.length === 0) return migOffIdle(view);
       const queued = new Map<string, JobSpec>();
       for (const j of view.queue) queued.set(j.id, j);
 
@@ -81,29 +117,23 @@ export function tiresiasPolicy(thresholds: readonly number[] = TIRESIAS_THRESHOL
           else {
             levelOf.delete(id);
             seenAt.delete(id);
+            runOf.delete(id);
           }
         }
         q.length = w;
       }
-      const sight = (id: string): void => {
-        if (levelOf.has(id)) return;
-        seenAt.set(id, seen++);
-        join(id, levelFor(historyOf(view, id).attainedGpuSeconds));
-      };
-      for (const j of view.queue) sight(j.id);
-      for (const id of view.running.keys()) sight(id);
-
-      // Move running jobs down past the thresholds they crossed, in arrival order.
-      const down: { id: string; level: number }[] = [];
-      for (const id of view.running.keys()) {
-        const level = levelFor(historyOf(view, id).attainedGpuSeconds);
-        if (level > (levelOf.get(id) as number)) down.push({ id, level });
+      for (const j of view.queue) {
+        if (levelOf.has(j.id)) continue;
+        seenAt.set(j.id, seen++);
+        join(j.id, levelFor(historyOf(view, j.id).attainedGpuSeconds));
       }
-      down.sort((a, b) => (seenAt.get(a.id) as number) - (seenAt.get(b.id) as number));
-      for (const { id, level } of down) {
-        const q = queues[levelOf.get(id) as number] as string[];
-        q.splice(q.indexOf(id), 1);
-        join(id, level);
+      if (levelOf.size < queued.size + view.running.size) {
+        for (const [id, r] of view.running) {
+          if (levelOf.has(id)) continue;
+          seenAt.set(id, seen++);
+          join(id, levelFor(historyOf(view, id).attainedGpuSeconds));
+          if (r.placement.kind === 'gpus') watch(view, id, r.placement.gpus.length);
+        }
       }
 
       // One pass in priority order over the GPUs idle now plus those its running jobs hold.
@@ -128,6 +158,7 @@ export function tiresiasPolicy(thresholds: readonly number[] = TIRESIAS_THRESHOL
               runsAfter.add(id);
             } else {
               preempts.push({ kind: 'preempt', job: id });
+              runOf.delete(id);
               freed.push(...r.placement.gpus);
             }
             continue;
@@ -141,8 +172,8 @@ export function tiresiasPolicy(thresholds: readonly number[] = TIRESIAS_THRESHOL
       }
 
       const decisions: Decision[] = [...preempts, ...migOffIdle(view)];
-      const byId = new Map(view.gpus.map((g) => [g.id, g]));
-      const picker = new Picker<GpuView>([...idle, ...freed.map((id) => byId.get(id) as GpuView)]);
+      const gpuAt = (id: number): GpuView => (view.gpus[id]?.id === id ? view.gpus[id] : view.gpus.find((g) => g.id === id)) as GpuView;
+      const picker = new Picker<GpuView>(chain(idle, freed.map(gpuAt)));
       for (const job of starts) {
         const gs = picker.takeMany(job.gpus, (g) => ctx.fits(job, { kind: 'whole', model: g.model }));
         if (!gs) {
@@ -150,6 +181,7 @@ export function tiresiasPolicy(thresholds: readonly number[] = TIRESIAS_THRESHOL
           continue;
         }
         decisions.push({ kind: 'start-on-gpus', job: job.id, gpus: gs.map((g) => g.id), sharing: 'exclusive' });
+        watch(view, job.id, job.gpus);
       }
 
       // Running jobs first in each queue, waiting ones after, each keeping their order.
@@ -165,20 +197,58 @@ export function tiresiasPolicy(thresholds: readonly number[] = TIRESIAS_THRESHOL
     wakeAt(view: ClusterView): number | null {
       // The next time a running job reaches the threshold below its queue (as the reference's
       // `next_job_jump`, but at the exact time).
-      let next = Number.POSITIVE_INFINITY;
-      for (const [id, r] of view.running) {
-        const level = levelOf.get(id);
-        if (level === undefined || level >= limits.length || r.placement.kind !== 'gpus') continue;
-        const at = view.now + ((limits[level] as number) - historyOf(view, id).attainedGpuSeconds) / r.placement.gpus.length;
-        if (at < next) next = at;
+      for (let e = crossings.peek(); e; e = crossings.peek()) {
+        if (live(view, e)) return e.at > view.now ? e.at : null;
+        crossings.pop();
       }
-      return Number.isFinite(next) && next > view.now ? next : null;
+      return null;
     },
   };
 }
 
 /** GPU-seconds by which attained service may fall short of a threshold and count as reaching it (float rounding at a wake-up). */
 const CROSSING_TOLERANCE = 1e-6;
+
+/** Seconds by which a wake-up may come before a crossing and still count it (float rounding). */
+const CROSSING_TIME_TOLERANCE = 1e-9;
+
+/** A binary min-heap. */
+class MinHeap<T> {
+  private readonly a: T[] = [];
+  constructor(private readonly less: (x: T, y: T) => number) {}
+  peek(): T | undefined {
+    return this.a[0];
+  }
+  push(x: T): void {
+    const a = this.a;
+    a.push(x);
+    for (let i = a.length - 1; i > 0; ) {
+      const p = (i - 1) >> 1;
+      if (this.less(a[i] as T, a[p] as T) >= 0) break;
+      [a[i], a[p]] = [a[p] as T, a[i] as T];
+      i = p;
+    }
+  }
+  pop(): T | undefined {
+    const a = this.a;
+    const top = a[0];
+    const last = a.pop();
+    if (a.length > 0 && last !== undefined) {
+      a[0] = last;
+      for (let i = 0; ; ) {
+        const l = 2 * i + 1;
+        const r = l + 1;
+        let m = i;
+        if (l < a.length && this.less(a[l] as T, a[m] as T) < 0) m = l;
+        if (r < a.length && this.less(a[r] as T, a[m] as T) < 0) m = r;
+        if (m === i) break;
+        [a[i], a[m]] = [a[m] as T, a[i] as T];
+        i = m;
+      }
+    }
+    return top;
+  }
+}
 
 /**
  * The thresholds of `tiresias:T1,T2,...`: GPU-seconds, positive and increasing (one or more).
