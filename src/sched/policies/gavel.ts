@@ -71,8 +71,8 @@ export function gavelPolicy(options: GavelOptions = {}): Policy {
 
   const boundary = (view: ClusterView, ctx: PolicyContext, models: readonly GpuModel[]): Decision[] => {
     const typeOf = new Map(models.map((m, k) => [m.name, k]));
-    const byId = new Map(view.gpus.map((g) => [g.id, g]));
-    const typeOfGpus = (gpus: readonly number[]): number => typeOf.get((byId.get(gpus[0] as number) as GpuView).model.name) as number;
+    const gpuAt = (id: number): GpuView => (view.gpus[id]?.id === id ? view.gpus[id] : view.gpus.find((g) => g.id === id)) as GpuView;
+    const typeOfGpus = (gpus: readonly number[]): number => typeOf.get(gpuAt(gpus[0] as number).model.name) as number;
     if (workerTime.length !== models.length) workerTime = models.map(() => 0);
 
     // What the last round's running jobs received.
@@ -164,9 +164,10 @@ export function gavelPolicy(options: GavelOptions = {}): Policy {
       }
       chosen.delete(r.spec.id);
       decisions.push({ kind: 'preempt', job: r.spec.id });
-      for (const id of r.placement.gpus) freed.push(byId.get(id) as GpuView);
+      for (const id of r.placement.gpus) freed.push(gpuAt(id));
     }
-    const pickers = models.map((m) => new Picker<GpuView>([...wholeGpusWith(view, 0), ...freed].filter((g) => g.model.name === m.name)));
+    const pool = chosen.size > 0 ? [...wholeGpusWith(view, 0), ...freed] : [];
+    const pickers = models.map((m) => new Picker<GpuView>(models.length === 1 ? pool : pool.filter((g) => g.model.name === m.name)));
     for (const [id, k] of chosen) {
       const t = tracked.get(id) as Tracked;
       const gs = (pickers[k] as Picker<GpuView>).takeMany(t.spec.gpus);
