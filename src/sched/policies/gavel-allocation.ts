@@ -39,6 +39,7 @@ export function maxMinFairShares(jobs: readonly FairShareJob[], workers: readonl
   const types = workers.length;
   const usable = (j: FairShareJob, k: number): boolean => (j.speeds[k] ?? 0) > 0 && j.gpus <= (workers[k] ?? 0);
   if (types === 1) return waterFill(jobs, workers[0] as number, usable);
+  if (!jobs.some((j) => workers.some((_, k) => usable(j, k)))) return jobs.map(() => workers.map(() => 0));
   if (!highs) throw new MigpoolError('RUNTIME', 'gavel on a fleet of several GPU models needs the HiGHS solver (load it with loadHighs() in src/exec/highs.ts and pass it to the policy)');
   return heterogeneous(jobs, workers, usable, highs);
 }

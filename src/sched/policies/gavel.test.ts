@@ -55,6 +55,8 @@ describe('gavel fair shares', () => {
     expect((x[1]?.[0] ?? 0) + (x[1]?.[1] ?? 0)).toBeCloseTo(1, 6);
     expect(x[1]?.[1]).toBeCloseTo(1, 6);
     expect(() => maxMinFairShares([{ gpus: 1, speeds: [1, 1] }], [1, 1])).toThrow(/needs the HiGHS solver/);
+    // A job too large for every type gets nothing (and leaves nothing to solve).
+    expect(maxMinFairShares([{ gpus: 4, speeds: [1, 1] }], [1, 2], highs)).toEqual([[0, 0]]);
   });
 });
 
