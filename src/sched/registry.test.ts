@@ -15,11 +15,12 @@ function message(f: () => unknown): string {
 
 describe('parsePolicy', () => {
   it('knows every policy and keeps the name as given', () => {
-    for (const name of ['exclusive', 'timeslice:2', 'mps:4', 'static:7x1g.5gb', 'static:3g.20gb+2g.10gb+1g.5gb+1g.5gb', 'miso', 'migpool', 'Timeslice:3']) {
+    for (const name of ['exclusive', 'timeslice:2', 'mps:4', 'static:7x1g.5gb', 'static:3g.20gb+2g.10gb+1g.5gb+1g.5gb', 'miso', 'migpool', 'Timeslice:3', 'tiresias', 'tiresias:100,200', 'gavel', 'gavel:60']) {
       expect(parsePolicy(name).name).toBe(name);
     }
     expect(parsePolicies('exclusive, timeslice:2').map((p) => p.name)).toEqual(['exclusive', 'timeslice:2']);
     expect(POLICY_NAMES).toContain('static:LAYOUT');
+    expect(POLICY_NAMES).toEqual(expect.arrayContaining(['tiresias[:T1,T2,...]', 'gavel[:SECONDS]']));
   });
 
   it('rejects unknown names and bad arguments, listing the valid ones', () => {

@@ -203,4 +203,9 @@ export interface Policy {
   readonly name: string;
   /** Decisions for now. Called after every event; returning nothing means wait. */
   decide(view: ClusterView, ctx: PolicyContext): Decision[];
+  /**
+   * Opt-in: when the policy wants to be called again though nothing happens (a round-based
+   * policy's next round), asked right after each `decide`; null or a time not after now: no call.
+   */
+  wakeAt?(view: ClusterView): number | null;
 }

@@ -715,9 +715,17 @@ export function simulate(input: SimulationInput): SimulationResult {
     },
   };
 
+  /** The time of the last wake-up event queued for the policy (Policy.wakeAt). */
+  let wakePending = Number.NaN;
   const decide = (): void => {
     const decisions = input.policy.decide(view, ctx);
     if (decisions.length > 0) apply(decisions);
+    // A wake-up the policy asked for (Policy.wakeAt): an event with neither job nor GPU.
+    const wake = input.policy.wakeAt?.(view) ?? null;
+    if (wake !== null && wake > clock.now && wake !== wakePending && (queue.length > 0 || running.size > 0)) {
+      wakePending = wake;
+      heap.push({ t: wake, seq: seq++, job: null, version: 0, gpu: null });
+    }
   };
 
   // ---- main loop
@@ -754,7 +762,11 @@ export function simulate(input: SimulationInput): SimulationResult {
         reindexGpu(g);
         continue;
       }
-      const job = e.job as Job;
+      if (!e.job) {
+        changed = true;
+        continue;
+      }
+      const job = e.job;
       if (job.version !== e.version || job.status !== 'running') continue;
       events++;
       changed = true;

@@ -4,7 +4,8 @@ import { fileURLToPath } from 'node:url';
 import type { Command } from 'commander';
 import cliProgress from 'cli-progress';
 import { badInput, MigpoolError } from '../../errors.js';
-import { parsePolicy, POLICY_NAMES } from '../../sched/registry.js';
+import { loadHighs } from '../../exec/highs.js';
+import { parsePolicy, POLICY_NAMES, splitPolicyList, type PolicyDeps } from '../../sched/registry.js';
 import type { Policy, Priority } from '../../sched/types.js';
 import { DEFAULT_RECONFIGURE_SECONDS, simulate } from '../../sim/engine.js';
 import { DEFAULT_INFO_MODE, INFO_MODES, parseInfoMode } from '../../sim/info.js';
@@ -104,12 +105,12 @@ function nonNegative(value: string, flag: string, positive = false): number {
 }
 
 /** Parses `--policies`: comma-separated names, each once, each one the registry knows. */
-function parsePolicies(list: string): Policy[] {
-  const names = list.split(',').map((n) => n.trim());
+function parsePolicies(list: string, deps: PolicyDeps): Policy[] {
+  const names = splitPolicyList(list);
   if (names.length === 0 || names.some((n) => n === '')) throw badInput(`'${list}' has an empty name: write e.g. exclusive,static:7x1g.5gb,migpool`);
   const twice = names.find((n, i) => names.indexOf(n) !== i);
   if (twice !== undefined) throw badInput(`'${twice}' is named twice`);
-  return names.map((n) => parsePolicy(n));
+  return names.map((n) => parsePolicy(n, deps));
 }
 
 function withFlag<T>(flag: string, f: () => T): T {
@@ -380,7 +381,7 @@ interface PolicyRuns {
   readonly runs: SimulationResult[];
 }
 
-function runSimulate(opts: SimulateOptions, io: Io): void {
+async function runSimulate(opts: SimulateOptions, io: Io): Promise<void> {
   const seed = wholeNumber(opts.seed, '--seed', 0);
   const seeds = wholeNumber(opts.seeds, '--seeds', 1);
   const limit = opts.limit === undefined ? undefined : wholeNumber(opts.limit, '--limit', 1);
@@ -389,7 +390,9 @@ function runSimulate(opts: SimulateOptions, io: Io): void {
   const infoSeed = opts.infoSeed === undefined ? undefined : wholeNumber(opts.infoSeed, '--info-seed', 0);
   const preemptionCostSeconds = nonNegative(opts.preemptionCost, '--preemption-cost');
   const fleet = withFlag('--fleet', () => parseFleet(opts.fleet));
-  const policies = withFlag('--policies', () => parsePolicies(opts.policies));
+  // gavel solves its allocation with HiGHS on fleets of several GPU models.
+  const highs = /gavel/i.test(opts.policies) && new Set(fleet.gpus.map((g) => g.name)).size > 1 ? await loadHighs() : undefined;
+  const policies = withFlag('--policies', () => parsePolicies(opts.policies, highs ? { highs } : {}));
   const mix = withFlag('--mix', () => parseMix(opts.mix));
   const names = policies.map((p) => p.name);
   const bar =
@@ -420,7 +423,7 @@ function runSimulate(opts: SimulateOptions, io: Io): void {
         const n = k * policies.length + i;
         bar?.update(n * 1000, { policy: name, n: n + 1, count });
         // A fresh policy per run: policies may keep state between calls.
-        const policy = k === 0 ? (policies[i] as Policy) : parsePolicy(name);
+        const policy = k === 0 ? (policies[i] as Policy) : parsePolicy(name, highs ? { highs } : {});
         perPolicy[i]!.runs.push(
           simulate({
             fleet,
