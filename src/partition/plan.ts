@@ -1,3 +1,4 @@
+import { ciProfilesOf } from '../mig/compute-instances.js';
 import { fragmentation, type PlacedInstance } from '../mig/geometry.js';
 import type { CiProfile, GiProfile, GpuModel } from '../mig/types.js';
 import { groupSignature, type CurrentGpu, type CurrentGpuInstance, type DesiredGpu, type DesiredGroup } from './state.js';
@@ -273,4 +274,61 @@ function lexLess(a: readonly number[], b: readonly number[]): boolean {
     if (Math.abs(x - y) > 1e-9) return x < y;
   }
   return false;
+}
+
+/** One instance of a layout a policy chose: a GI profile at a placement start. */
+export interface LayoutSlot {
+  readonly profile: string;
+  readonly start: number;
+}
+
+/**
+ * The plan that makes one GPU hold exactly `layout` (MIG on, instances at the given starts, each
+ * with one full-size compute instance), or MIG off (`layout` null): what the service's policies
+ * ask for, where a mig-parted config leaves placements to `planGpu`. Instances with the same
+ * profile and start are kept with whatever runs on them; others are destroyed (compute instances
+ * first) and missing ones created; a MIG mode change is followed by a reset if it stays pending.
+ * An instance with processes, or the GPU's own processes when MIG goes off, is never touched:
+ * the plan is refused before any operation, naming them.
+ */
+export function planLayout(current: CurrentGpu, layout: readonly LayoutSlot[] | null): PlanOutcome {
+  const gpu = current.index;
+  const model = current.model;
+  const keep = (gi: CurrentGpuInstance): boolean => layout !== null && layout.some((s) => s.start === gi.start && s.profile === gi.profile.name);
+  const doomed = current.instances.filter((gi) => !keep(gi));
+  const busy = doomed.find((gi) => pidsOf(gi).length > 0);
+  if (busy) return { ok: false, gpu, reason: `${describeBusy(busy)}; the new layout drops it` };
+  if (layout === null && current.gpuPids.length > 0) return { ok: false, gpu, reason: `GPU ${gpu} runs processes ${current.gpuPids.join(', ')}; MIG cannot be turned off under them` };
+  const ops: PlanOperation[] = [];
+  let destroyedCis = 0;
+  for (const gi of doomed) {
+    for (const ci of gi.computeInstances) {
+      ops.push({ kind: 'destroy-ci', gpu, gpuInstanceId: gi.id, computeInstanceId: ci.id, profile: ci.profile });
+      destroyedCis++;
+    }
+    ops.push({ kind: 'destroy-gi', gpu, gpuInstanceId: gi.id, profile: gi.profile.name });
+  }
+  const wantMig = layout !== null;
+  if ((current.migMode.current === 'enabled') !== wantMig || current.migMode.pending !== current.migMode.current) {
+    ops.push({ kind: 'set-mig-mode', gpu, enabled: wantMig });
+    ops.push({ kind: 'reset-if-pending', gpu });
+  }
+  const placed: PlacedInstance[] = [];
+  for (const slot of [...(layout ?? [])].sort((a, b) => a.start - b.start)) {
+    const gi = model.giProfiles.find((p) => p.name === slot.profile);
+    if (!gi) return { ok: false, gpu, reason: `${model.name} has no GPU instance profile ${slot.profile}` };
+    const pl = gi.placements.find((p) => p.start === slot.start);
+    if (!pl) return { ok: false, gpu, reason: `${slot.profile} cannot start at ${slot.start} on ${model.name}` };
+    placed.push({ profile: gi, start: slot.start, size: pl.size });
+    if (current.instances.some((i) => i.start === slot.start && i.profile.name === slot.profile)) continue;
+    const full = ciProfilesOf(gi).find((c) => c.isDefault);
+    if (!full) return { ok: false, gpu, reason: `${model.name} ${gi.name} has no compute instance profile` };
+    ops.push({ kind: 'create-gi', gpu, profile: gi.name, profileId: gi.id, start: slot.start, size: pl.size });
+    ops.push({ kind: 'create-ci', gpu, giStart: slot.start, giProfile: gi.name, profile: full.name, profileId: full.id });
+  }
+  const kept = current.instances.filter(keep).map((gi) => ({ id: gi.id, profile: gi.profile.name, start: gi.start, size: gi.size }));
+  return {
+    ok: true,
+    plan: { gpu, operations: ops, kept, destroyedGpuInstances: doomed.length, destroyedComputeInstances: destroyedCis, forcedPids: [], fragmentation: wantMig ? fragmentation(model, placed).score : 0 },
+  };
 }
