@@ -128,6 +128,7 @@ export function violation(from, to) {
   if (from === to || BASE.includes(to)) return null;
   const where = `src/${from} must not import src/${to}`;
   const role = ROLE[from] ?? from;
+  if (BASE.includes(from)) return `${where}: src/${from} is base, beneath every layer, and imports nothing of ours`;
   if (SIDEWAYS[from]?.[to]) return null;
   if (ADAPTERS.includes(to)) {
     if (ADAPTER_USERS.includes(from)) return null;
