@@ -9,7 +9,7 @@ import { planBurst, planDataParallel, singleGpuMs } from './planner.js';
 import { createScalingModel, DEFAULT_SCALING } from './scaling.js';
 
 function job(model: string, globalBatch: number): JobSpec {
-  return { id: 'j', workload: resolveWorkload('large'), gpus: 64, priority: 'foreground', arrival: 0, work: 1, memoryGiB: null, profile: null, strongScaling: { model, globalBatch } };
+  return { id: 'j', workload: resolveWorkload('large'), gpus: 64, priority: 'foreground', arrival: 0, estimate: 1, memoryGiB: null, profile: null, strongScaling: { model, globalBatch } };
 }
 
 describe('createScalingModel', () => {

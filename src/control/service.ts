@@ -337,7 +337,7 @@ export class PoolServiceImpl implements PoolService {
       const placement: RunningJobView['placement'] = p.kind === 'instance' ? { kind: 'instance', gpu: position.get(p.gpu) ?? -1, start: p.start } : { kind: 'gpus', gpus: p.gpus.map((x) => position.get(x) ?? -1) };
       const started = (r.startedAt ?? this.o.now()) / 1000;
       const speed = this.speedOf(spec, p, byIndex);
-      running.set(r.id, { spec, placement, started, done: Math.min(spec.work, speed * Math.max(0, now - started)), speed });
+      running.set(r.id, { spec, placement, started, done: speed * Math.max(0, now - started), speed });
     }
     queue.sort((a, b) => a.arrival - b.arrival || Number(a.id) - Number(b.id));
     return { now, gpus, queue, running };
@@ -639,7 +639,7 @@ export class PoolServiceImpl implements PoolService {
       gpus: r.spec.resources.gpus ?? 1,
       priority: r.spec.priority,
       arrival: r.submittedAt / 1000,
-      work: r.spec.estimatedSeconds ?? this.o.defaultEstimateSeconds,
+      estimate: r.spec.estimatedSeconds ?? null,
       memoryGiB: r.spec.resources.memory ?? null,
       profile: r.spec.resources.profile ?? null,
     };

@@ -4,7 +4,8 @@
  * POLICIES is checked here without a line of its own). Every policy:
  * - makes no invalid decision (the simulator throws on one: an instance that is busy or missing,
  *   a GPU over-committed, a re-partition under a running job, ...);
- * - completes every job of a trace the fleet can hold;
+ * - completes every job of a trace the fleet can hold, under every information model (exact,
+ *   noisy, overestimate, none, progress: it never sees the true work) and with preemption costed;
  * - is deterministic: the same trace and seed give the same decisions and the same result;
  * - honours requested profiles: a job that asked for a MIG profile never starts on an instance
  *   with fewer compute slices (a whole GPU is never smaller).
@@ -15,9 +16,10 @@ import { resolveWorkload } from '../perf/workloads.js';
 import { createRandom } from '../random.js';
 import { simulate } from '../sim/engine.js';
 import { parseFleet } from '../sim/fleet.js';
-import type { Fleet } from '../sim/types.js';
+import { INFO_MODES, type InfoMode } from '../sim/info.js';
+import type { Fleet, TraceJob } from '../sim/types.js';
 import { parsePolicy, POLICIES } from './registry.js';
-import type { ClusterView, Decision, JobSpec, Policy } from './types.js';
+import type { ClusterView, Decision, Policy } from './types.js';
 
 /** Small fleets: A100s only, and A100s with one H100 (whose profiles have other names). */
 const FLEETS = ['4xA100-40GB', '3xA100-40GB,1xH100-80GB'].map(parseFleet);
@@ -32,10 +34,10 @@ const PROFILES = ['1g.5gb', '1g.10gb', '2g.10gb', '3g.20gb', '4g.20gb', '7g.40gb
  * 1, 2 or 4 GPUs, runs of one minute to an hour (log-uniform), a third background, and a third of
  * the single-GPU jobs asking for a MIG profile.
  */
-function randomTrace(seed: number): JobSpec[] {
+function randomTrace(seed: number): TraceJob[] {
   const random = createRandom(seed);
   const pick = <T>(xs: readonly T[]): T => xs[Math.floor(random() * xs.length)] as T;
-  const jobs: JobSpec[] = [];
+  const jobs: TraceJob[] = [];
   let arrival = 0;
   const n = 10 + Math.floor(random() * 11);
   for (let i = 0; i < n; i++) {
@@ -99,9 +101,13 @@ function watched(policy: Policy, fleet: Fleet, log: Log): Policy {
   };
 }
 
-function run(name: string, fleet: Fleet, jobs: readonly JobSpec[], seed: number) {
+/** Seconds a preempted job loses, as the CLI's default: policies that preempt pay for it. */
+const PREEMPTION_COST_SECONDS = 60;
+
+function run(name: string, fleet: Fleet, jobs: readonly TraceJob[], seed: number, mode: InfoMode) {
   const log: Log = { decisions: [], belowFloor: [] };
-  const result = simulate({ fleet, jobs, seed, policy: watched(parsePolicy(name), fleet, log), sampleEverySeconds: 600 });
+  const policy = watched(parsePolicy(name), fleet, log);
+  const result = simulate({ fleet, jobs, seed, policy, info: { mode, seed }, preemptionCostSeconds: PREEMPTION_COST_SECONDS, sampleEverySeconds: 600 });
   return { result, log };
 }
 
@@ -121,15 +127,18 @@ describe('policy contract', () => {
   });
 
   describe.each(EXAMPLES)('%s', (name) => {
-    it.each(FLEETS.map((f) => [f.spec, f] as const))('on %s: valid decisions, every job done, deterministic, profiles honoured', (_, fleet) => {
+    it.each(FLEETS.map((f, i) => [f.spec, f, i] as const))('on %s: valid decisions, every job done, deterministic, profiles honoured', (_, fleet, i) => {
       for (const seed of SEEDS) {
+        // Every information model in turn (across seeds and fleets): the policy never sees the true work.
+        const mode = INFO_MODES[(seed + i) % INFO_MODES.length] as InfoMode;
         const jobs = randomTrace(seed);
-        const first = run(name, fleet, jobs, seed);
-        expect(first.result.metrics.completed, `seed ${seed}: jobs completed`).toBe(jobs.length);
-        expect(first.log.belowFloor, `seed ${seed}`).toEqual([]);
-        const again = run(name, fleet, jobs, seed);
-        expect(again.log.decisions, `seed ${seed}: the same decisions`).toEqual(first.log.decisions);
-        expect(again.result, `seed ${seed}: the same result`).toEqual(first.result);
+        const first = run(name, fleet, jobs, seed, mode);
+        const where = `seed ${seed}, info ${mode}`;
+        expect(first.result.metrics.completed, `${where}: jobs completed`).toBe(jobs.length);
+        expect(first.log.belowFloor, where).toEqual([]);
+        const again = run(name, fleet, jobs, seed, mode);
+        expect(again.log.decisions, `${where}: the same decisions`).toEqual(first.log.decisions);
+        expect(again.result, `${where}: the same result`).toEqual(first.result);
       }
     });
   });

@@ -19,8 +19,13 @@ export interface JobSpec {
   readonly priority: Priority;
   /** Seconds from the start of the trace (or wall-clock seconds in the service). */
   readonly arrival: number;
-  /** The job's work: seconds it would take alone on one whole GPU of its type (MIG off). */
-  readonly work: number;
+  /**
+   * What is known of the job's length: an estimate of the seconds it would take alone on one whole
+   * GPU (MIG off), or null when nothing is known. A hint, never the truth: the simulator makes it
+   * from the trace by a declared information model (src/sim/info.ts), the service takes the user's
+   * `estimatedSeconds` or what the job's progress reports. A job may run past it.
+   */
+  readonly estimate: number | null;
   /** GPU memory it needs, GiB; null to use the workload's (or none known). */
   readonly memoryGiB: number | null;
   /**
@@ -104,7 +109,7 @@ export interface RunningJobView {
   readonly started: number;
   /** How a strong-scaled job runs (set by the simulator when it has a scaling model; else absent). */
   readonly parallelism?: Parallelism;
-  /** Work (full-GPU seconds) done so far. */
+  /** Work (full-GPU seconds) done so far, as measured (reported progress); never more than the job's true work. */
   readonly done: number;
   /** Current speed, full-GPU seconds of work per second. */
   readonly speed: number;

@@ -7,7 +7,10 @@ import type { Resource, Workload } from '../perf/types.js';
 import type { ClusterIndex, IndexedClusterView } from '../sched/policies/common.js';
 import { NO_HISTORY, type Decision, type GpuView, type InstanceView, type JobHistory, type JobSpec, type Parallelism, type PolicyContext, type Priority, type RunningJobView, type ScaledRun, type SpeedQuery } from '../sched/types.js';
 import { createRandom } from '../random.js';
-import type { SimMetrics, SimulationInput, SimulationResult } from './types.js';
+import { checkDecision, type CheckLookup } from '../sched/check.js';
+import { createPolicyContext, fitsMemory, memoryOf, profileOf, SpeedTable } from '../sched/context.js';
+import { createEstimator, type Estimator } from './info.js';
+import type { SimMetrics, SimulationInput, SimulationResult, TraceJob } from './types.js';
 
 /**
  * ASSUMPTION: a re-partition (MIG on with a new layout, a layout change, or MIG off) makes the
@@ -65,6 +68,8 @@ class Gpu implements GpuView {
 
 class Job {
   status: 'future' | 'queued' | 'running' | 'done' = 'future';
+  /** Progress lost to the last preemption, charged when the job starts again. */
+  owedCost = 0;
   /** Work done up to `since`. */
   base = 0;
   since = 0;
@@ -78,11 +83,36 @@ class Job {
   finished = -1;
   version = 0;
   running: Running | null = null;
+  /** What the policy sees of the job: the trace's fields less its work, plus an estimate. */
+  readonly spec: JobSpec;
+  /** The truth: full-GPU seconds of work (never shown to a policy). */
+  readonly work: number;
   constructor(
-    readonly spec: JobSpec,
+    trace: TraceJob,
     readonly order: number,
     readonly memory: number | null,
-  ) {}
+    estimator: Estimator,
+  ) {
+    this.work = trace.work;
+    const { work: _truth, ...known } = trace;
+    if (estimator.dynamic) {
+      // The estimate changes as the job runs (progress): read it live.
+      const job = this;
+      const spec = { ...known } as { estimate: number | null } & Omit<JobSpec, 'estimate'>;
+      Object.defineProperty(spec, 'estimate', { enumerable: true, get: () => estimator.estimate(order, job.work, job.ranSoFar()) });
+      this.spec = spec as JobSpec;
+    } else this.spec = { ...known, estimate: estimator.estimate(order, trace.work, 0) };
+  }
+  /** Seconds run over all runs, the current one included. */
+  ranSoFar(): number {
+    return this.ranFor + (this.status === 'running' ? this.clockNow() - this.runStart : 0);
+  }
+  /** Set by the engine: its clock. */
+  clockNow: () => number = () => 0;
+  /** Work done by `now` (full-GPU seconds; below 0 while it makes up a preemption's loss). */
+  progressAt(now: number): number {
+    return Math.min(this.work, this.base + this.speed * (now - this.since));
+  }
 }
 
 class Running implements RunningJobView {
@@ -107,7 +137,7 @@ class Running implements RunningJobView {
     return this.job.spec;
   }
   get done(): number {
-    return Math.min(this.job.spec.work, this.job.base + this.job.speed * (this.clock.now - this.job.since));
+    return Math.max(0, this.job.progressAt(this.clock.now));
   }
   get speed(): number {
     return this.job.speed;
@@ -173,49 +203,6 @@ function bug(policy: string, now: number, what: string): MigpoolError {
   return new MigpoolError('RUNTIME', `policy '${policy}' made an invalid decision at t=${now}s: ${what} (a bug in the policy)`);
 }
 
-/**
- * Speeds and memory fits, cached: speed is the workload's samples/s on a resource over its
- * samples/s on a whole GPU of the same model with MIG off (so `work`, full-GPU seconds, finishes
- * on time on a whole GPU of any model). Memory is the job's `memoryGiB`, else its workload's.
- */
-class Speeds {
-  private readonly cache = new Map<Workload, Map<string, number>>();
-  private readonly noMemory = new Map<Workload, Workload>();
-
-  relative(workload: Workload, model: GpuModel, kind: 'mig' | 'timeslice' | 'mps' | 'full', arg: string | number): number {
-    if (kind === 'full') return 1;
-    let perWorkload = this.cache.get(workload);
-    if (!perWorkload) {
-      perWorkload = new Map();
-      this.cache.set(workload, perWorkload);
-    }
-    const key = `${model.name}|${kind}|${arg}`;
-    let v = perWorkload.get(key);
-    if (v === undefined) {
-      let w = this.noMemory.get(workload);
-      if (!w) {
-        w = { ...workload, memoryGiB: null };
-        this.noMemory.set(workload, w);
-      }
-      const resource: Resource = kind === 'mig' ? { kind, gpu: model, profile: String(arg) } : { kind, gpu: model, jobs: Number(arg) };
-      const on = predict(w, resource).samplesPerSecond;
-      const full = predict(w, { kind: 'full', gpu: model }).samplesPerSecond;
-      v = on !== null && full !== null && full > 0 ? on / full : NaN;
-      if (!Number.isFinite(v) || v <= 0) throw new MigpoolError('RUNTIME', `the performance model gives no speed for ${workload.name} on ${model.name} ${kind} ${arg}`);
-      perWorkload.set(key, v);
-    }
-    return v;
-  }
-}
-
-function memoryOf(spec: JobSpec): number | null {
-  return spec.memoryGiB ?? spec.workload.memoryGiB;
-}
-
-function fitsMemory(need: number | null, have: number | null, jobs = 1): boolean {
-  return need === null || have === null || have >= jobs * need;
-}
-
 function percentile(sorted: readonly number[], p: number): number {
   if (sorted.length === 0) return 0;
   const rank = Math.min(sorted.length, Math.max(1, Math.ceil((p / 100) * sorted.length)));
@@ -270,13 +257,16 @@ export function simulate(input: SimulationInput): SimulationResult {
     .sort((a, b) => a.spec.arrival - b.spec.arrival || a.i - b.i);
   const jobs: Job[] = [];
   const byId = new Map<string, Job>();
+  const estimator = createEstimator(input.info ?? { mode: 'exact', seed: input.seed }, sortedSpecs.map((x) => x.spec.work));
+  const preemptionCost = input.preemptionCostSeconds ?? 0;
+  if (!(preemptionCost >= 0) || !Number.isFinite(preemptionCost)) throw new MigpoolError('BAD_INPUT', `preemptionCostSeconds must be 0 or more, got ${preemptionCost}`);
   const byInputIndex: Job[] = new Array<Job>(input.jobs.length);
   for (const [order, { spec, i }] of sortedSpecs.entries()) {
     if (byId.has(spec.id)) throw new MigpoolError('BAD_INPUT', `job id '${spec.id}' appears twice in the trace: ids must be unique`);
     if (!(spec.work > 0) || !Number.isFinite(spec.work)) throw new MigpoolError('BAD_INPUT', `job '${spec.id}': work must be a positive number of seconds, got ${spec.work}`);
     if (!Number.isInteger(spec.gpus) || spec.gpus < 1) throw new MigpoolError('BAD_INPUT', `job '${spec.id}': gpus must be a positive whole number, got ${spec.gpus}`);
     if (!Number.isFinite(spec.arrival)) throw new MigpoolError('BAD_INPUT', `job '${spec.id}': arrival must be a number of seconds, got ${spec.arrival}`);
-    const job = new Job(spec, order, memoryOf(spec));
+    const job = new Job(spec, order, memoryOf(spec), estimator);
     jobs.push(job);
     byId.set(spec.id, job);
     byInputIndex[i] = job;
@@ -284,6 +274,8 @@ export function simulate(input: SimulationInput): SimulationResult {
 
   // ---- fleet and index
   const clock = { now: Math.min(0, jobs[0]?.spec.arrival ?? 0) };
+  const clockNow = (): number => clock.now;
+  for (const j of jobs) j.clockNow = clockNow;
   const startTime = clock.now;
   const gpus: Gpu[] = input.fleet.gpus.map((m, id) => new Gpu(id, m));
   const totalSlices = gpus.reduce((s, g) => s + g.model.computeSlices, 0);
@@ -361,35 +353,9 @@ export function simulate(input: SimulationInput): SimulationResult {
     index,
     history,
   };
-  const speeds = new Speeds();
-  const random = createRandom(input.seed);
-  const profileCache = new Map<string, GiProfile>();
-  const profileOf = (model: GpuModel, name: string): GiProfile => {
-    const key = `${model.name}|${name}`;
-    let p = profileCache.get(key);
-    if (!p) {
-      p = findGiProfile(model, name);
-      profileCache.set(key, p);
-    }
-    return p;
-  };
+  const speeds = new SpeedTable();
   const scaling = input.scaling;
-  const ctx: PolicyContext = {
-    random,
-    reconfigureSeconds,
-    ...(scaling ? { scaling } : {}),
-    speedOn: (job: JobSpec, on: SpeedQuery): number => {
-      if (on.kind === 'whole') return 1;
-      if (on.kind === 'instance') return speeds.relative(job.workload, on.model, 'mig', on.profile);
-      return speeds.relative(job.workload, on.model, on.kind, on.jobs);
-    },
-    fits: (job: JobSpec, on: SpeedQuery): boolean => {
-      const need = memoryOf(job);
-      if (need === null) return true;
-      if (on.kind === 'instance') return fitsMemory(need, profileOf(on.model, on.profile).memoryGiB);
-      return fitsMemory(need, on.model.memoryGB, on.kind === 'whole' ? 1 : on.jobs);
-    },
-  };
+  const ctx: PolicyContext = createPolicyContext({ random: createRandom(input.seed), reconfigureSeconds, speeds, ...(scaling ? { scaling } : {}) });
 
   // ---- accounting
   const heap = new EventHeap();
@@ -437,11 +403,11 @@ export function simulate(input: SimulationInput): SimulationResult {
   /** Folds progress so far and sets a new speed, scheduling the completion. */
   const setSpeed = (job: Job, speed: number): void => {
     const now = clock.now;
-    job.base = Math.min(job.spec.work, job.base + job.speed * (now - job.since));
+    job.base = job.progressAt(now);
     job.since = now;
     job.speed = speed;
     job.version++;
-    const remaining = job.spec.work - job.base;
+    const remaining = job.work - job.base;
     heap.push({ t: remaining <= 0 ? now : now + remaining / speed, seq: seq++, job, version: job.version, gpu: null });
   };
 
@@ -527,25 +493,18 @@ export function simulate(input: SimulationInput): SimulationResult {
 
   const beginRun = (job: Job): void => {
     job.status = 'running';
+    // A preempted job starts again from its last checkpoint, and pays for the restart.
+    job.base -= job.owedCost;
+    job.owedCost = 0;
     job.since = clock.now;
     job.runStart = clock.now;
     queueDirty = true;
   };
 
   const startOnInstance = (d: Extract<Decision, { kind: 'start-on-instance' }>): void => {
-    const what = `start job '${d.job}' on GPU ${d.gpu} instance at ${d.start}`;
-    const job = queuedJob(d.job, what);
-    const g = gpuAt(d.gpu, what);
-    if (!g.migEnabled) throw bug(policyName, clock.now, `${what}: GPU ${d.gpu} has MIG off`);
-    const inst = g.instances.find((i) => i.start === d.start);
-    if (!inst) throw bug(policyName, clock.now, `${what}: GPU ${d.gpu} has no instance starting at ${d.start}`);
-    if (inst.job !== null) throw bug(policyName, clock.now, `${what}: the instance runs job '${inst.job}'`);
-    if (inst.readyAt > clock.now) throw bug(policyName, clock.now, `${what}: the instance is being created until t=${inst.readyAt}s`);
-    if (job.spec.gpus !== 1) throw bug(policyName, clock.now, `${what}: the job wants ${job.spec.gpus} GPUs; MIG instances take single-GPU jobs only`);
-    if (!fitsMemory(job.memory, inst.profile.memoryGiB)) throw bug(policyName, clock.now, `${what}: the job needs ${job.memory} GiB and ${inst.profile.name} has ${inst.profile.memoryGiB} GiB`);
-    // A requested profile is a floor: no policy may give the job fewer compute slices.
-    const floor = job.spec.profile === null ? 0 : (g.model.giProfiles.find((p) => p.name === job.spec.profile)?.computeSlices ?? 0);
-    if (inst.profile.computeSlices < floor) throw bug(policyName, clock.now, `${what}: the job asked for ${job.spec.profile} and ${inst.profile.name} is smaller`);
+    const job = byId.get(d.job) as Job;
+    const g = gpus[d.gpu] as Gpu;
+    const inst = g.instances.find((i) => i.start === d.start) as Inst;
     beginRun(job);
     inst.job = job.spec.id;
     g.busyInstances++;
@@ -563,14 +522,14 @@ export function simulate(input: SimulationInput): SimulationResult {
     setSpeed(job, speeds.relative(job.spec.workload, g.model, 'mig', inst.profile.name));
   };
 
-  const startOnGpus = (d: Extract<Decision, { kind: 'start-on-gpus' }>): void => {
+  /** The simulator's own checks of a start (strong scaling), before the shared check. */
+  const checkStrongScaling = (d: Extract<Decision, { kind: 'start-on-gpus' }>): void => {
     const what = `start job '${d.job}' on GPUs ${d.gpus.join(',')} (${d.sharing})`;
-    const job = queuedJob(d.job, what);
-    if (d.gpus.length !== job.spec.gpus) throw bug(policyName, clock.now, `${what}: the job wants ${job.spec.gpus} GPUs, got ${d.gpus.length}`);
-    if (new Set(d.gpus).size !== d.gpus.length) throw bug(policyName, clock.now, `${what}: a GPU is named twice`);
-    if (d.sharing !== 'exclusive' && d.sharing !== 'timeslice' && d.sharing !== 'mps') throw bug(policyName, clock.now, `${what}: unknown sharing '${String(d.sharing)}'`);
-    const on = d.gpus.map((id) => gpuAt(id, what));
-    // Strong scaling (opt-in): a burst-parallel start, a fill of its idle time, or data-parallel.
+    const job = byId.get(d.job);
+    if (!job || job.status !== 'queued') return;
+    const on = d.gpus.map((id) => gpus[id]);
+    if (on.some((g) => g === undefined)) return;
+    // Strong scaling (opt-in, simulator only): a burst-parallel start, a fill of its idle time, or data-parallel.
     const fill = d.fill === true;
     if ((fill || d.parallelism !== undefined) && !scaling) throw bug(policyName, clock.now, `${what}: ${fill ? 'fill' : `parallelism '${d.parallelism}'`} needs a scaling model (SimulationInput.scaling)`);
     if (d.parallelism !== undefined && d.parallelism !== 'data-parallel' && d.parallelism !== 'burst') throw bug(policyName, clock.now, `${what}: unknown parallelism '${String(d.parallelism)}'`);
@@ -579,21 +538,18 @@ export function simulate(input: SimulationInput): SimulationResult {
     if (fill) {
       const g = on[0] as Gpu;
       if (on.length !== 1 || d.sharing !== 'mps') throw bug(policyName, clock.now, `${what}: a fill takes one GPU, shared 'mps'`);
+      if (g.migEnabled || reconfiguring.has(g)) throw bug(policyName, clock.now, `${what}: GPU ${g.id} is not a whole GPU ready for work`);
       if (!host || g.wholeGpuJobs.length !== 1) throw bug(policyName, clock.now, `${what}: GPU ${g.id} ${host ? `already has a job filling it (${g.wholeGpuJobs.join(', ')})` : 'runs no burst-parallel job'}`);
       if (!((host.scaled as ScaledRun).backgroundShare(g.burstRank) > 0)) throw bug(policyName, clock.now, `${what}: job '${host.spec.id}' leaves GPU ${g.id} no idle time`);
     }
-    for (const g of on) {
-      if (g.migEnabled) throw bug(policyName, clock.now, `${what}: GPU ${g.id} has MIG on`);
-      if (reconfiguring.has(g)) throw bug(policyName, clock.now, `${what}: GPU ${g.id} is being re-partitioned until t=${g.busyUntil}s`);
-      const n = g.wholeGpuJobs.length;
-      if (!fill && g.burst) throw bug(policyName, clock.now, `${what}: GPU ${g.id} runs burst-parallel job '${g.burst.spec.id}': only a fill may join it`);
-      if (!fill && n > 0 && (d.sharing === 'exclusive' || g.sharing !== d.sharing)) {
-        throw bug(policyName, clock.now, `${what}: GPU ${g.id} already runs ${g.wholeGpuJobs.join(', ')} (${g.sharing})`);
-      }
-      let mem = job.memory ?? 0;
-      for (const id of g.wholeGpuJobs) mem += (byId.get(id) as Job).memory ?? 0;
-      if (job.memory !== null && mem > g.model.memoryGB) throw bug(policyName, clock.now, `${what}: GPU ${g.id} (${g.model.memoryGB} GB) cannot hold ${mem} GiB of jobs`);
-    }
+    for (const g of on as Gpu[]) if (!fill && g.burst) throw bug(policyName, clock.now, `${what}: GPU ${g.id} runs burst-parallel job '${g.burst.spec.id}': only a fill may join it`);
+  };
+
+  const startOnGpus = (d: Extract<Decision, { kind: 'start-on-gpus' }>): void => {
+    const job = byId.get(d.job) as Job;
+    const on = d.gpus.map((id) => gpus[id] as Gpu);
+    const fill = d.fill === true;
+    const host = fill ? (on[0] as Gpu).burst : null;
     beginRun(job);
     const shared: Gpu[] = [];
     for (const g of on) {
@@ -631,7 +587,7 @@ export function simulate(input: SimulationInput): SimulationResult {
   /** Takes a running job off its resources (completion or preemption). */
   const release = (job: Job): void => {
     const r = job.running as Running;
-    job.base = Math.min(job.spec.work, job.base + job.speed * (clock.now - job.since));
+    job.base = job.progressAt(clock.now);
     job.since = clock.now;
     job.speed = 0;
     job.version++;
@@ -681,48 +637,29 @@ export function simulate(input: SimulationInput): SimulationResult {
   };
 
   const preempt = (d: Extract<Decision, { kind: 'preempt' }>): void => {
-    const job = byId.get(d.job);
-    if (!job || job.status !== 'running') throw bug(policyName, clock.now, `preempt job '${d.job}': it is ${job ? job.status : 'unknown'}, not running`);
+    const job = byId.get(d.job) as Job;
     release(job);
     job.preemptions++;
+    job.owedCost = preemptionCost;
     job.status = 'queued';
     reinserted.add(job);
     queueDirty = true;
   };
 
   const repartition = (d: Extract<Decision, { kind: 'repartition' }>): void => {
-    const what = `re-partition GPU ${d.gpu}`;
-    const g = gpuAt(d.gpu, what);
-    if (reconfiguring.has(g)) throw bug(policyName, clock.now, `${what}: it is still being re-partitioned until t=${g.busyUntil}s`);
+    const g = gpus[d.gpu] as Gpu;
     if (d.layout === null) {
       if (!g.migEnabled) return;
-      const busy = g.instances.find((i) => i.job !== null);
-      if (busy) throw bug(policyName, clock.now, `${what} to MIG off: instance ${busy.profile.name} at ${busy.start} runs job '${busy.job}'`);
       const removed = g.instances;
       g.instances = [];
       g.migEnabled = false;
       for (const i of removed) if (i.indexed) reindexInst(i);
     } else {
-      if (g.wholeGpuJobs.length > 0) throw bug(policyName, clock.now, `${what}: it runs whole-GPU jobs ${g.wholeGpuJobs.join(', ')}`);
       const wanted = d.layout.map((e) => {
-        let p: GiProfile;
-        try {
-          p = profileOf(g.model, e.profile);
-        } catch (err) {
-          throw bug(policyName, clock.now, `${what}: ${(err as Error).message}`);
-        }
-        const pl = p.placements.find((x) => x.start === e.start);
-        if (!pl) throw bug(policyName, clock.now, `${what}: ${p.name} cannot start at ${e.start} on ${g.model.name} (starts: ${p.placements.map((x) => x.start).join(',')})`);
-        return { profile: p, start: e.start, size: pl.size };
+        const p = profileOf(g.model, e.profile);
+        return { profile: p, start: e.start, size: (p.placements.find((x) => x.start === e.start) as { size: number }).size };
       });
       const sorted = [...wanted].sort((a, b) => a.start - b.start);
-      for (let k = 1; k < sorted.length; k++) {
-        const a = sorted[k - 1] as (typeof sorted)[number];
-        const b = sorted[k] as (typeof sorted)[number];
-        if (a.start + a.size > b.start) throw bug(policyName, clock.now, `${what}: ${a.profile.name} at ${a.start} overlaps ${b.profile.name} at ${b.start}`);
-      }
-      const violation = countingViolation(g.model, wanted.map((w) => w.profile));
-      if (violation) throw bug(policyName, clock.now, `${what}: ${violation}`);
       const old = g.migEnabled ? g.instances : [];
       const kept = new Set<Inst>();
       const next: Inst[] = [];
@@ -732,10 +669,6 @@ export function simulate(input: SimulationInput): SimulationResult {
           kept.add(same);
           next.push(same);
         } else next.push(new Inst(g, w.profile, w.start, w.size, clock.now + reconfigureSeconds, `${g.model.name}|${w.profile.name}`));
-      }
-      for (const i of old) {
-        if (kept.has(i)) continue;
-        if (i.job !== null) throw bug(policyName, clock.now, `${what}: instance ${i.profile.name} at ${i.start} runs job '${i.job}' and the new layout drops it`);
       }
       if (g.migEnabled && kept.size === old.length && next.length === old.length) return;
       const removed = old.filter((i) => !kept.has(i));
@@ -752,6 +685,9 @@ export function simulate(input: SimulationInput): SimulationResult {
 
   const apply = (decisions: readonly Decision[]): void => {
     for (const d of decisions) {
+      if (d.kind === 'start-on-gpus') checkStrongScaling(d);
+      const problem = checkDecision(view, d, lookup);
+      if (problem !== null) throw bug(policyName, clock.now, problem);
       switch (d.kind) {
         case 'start-on-instance':
           startOnInstance(d);
@@ -770,6 +706,17 @@ export function simulate(input: SimulationInput): SimulationResult {
       }
     }
     compactQueue();
+  };
+
+  const lookup: CheckLookup = {
+    queued: (id) => {
+      const job = byId.get(id);
+      return job && job.status === 'queued' ? job.spec : undefined;
+    },
+    status: (id) => {
+      const job = byId.get(id);
+      return !job ? 'unknown' : job.status === 'future' ? 'not yet arrived' : job.status;
+    },
   };
 
   const decide = (): void => {
@@ -816,7 +763,7 @@ export function simulate(input: SimulationInput): SimulationResult {
       events++;
       changed = true;
       release(job);
-      job.base = job.spec.work;
+      job.base = job.work;
       job.status = 'done';
       job.finished = t;
       completed++;
@@ -883,7 +830,7 @@ export function simulate(input: SimulationInput): SimulationResult {
   for (const j of byInputIndex) if (j.status === 'done') jcts.push(j.finished - j.spec.arrival);
   const workDone: Record<Priority, number> = { foreground: 0, background: 0 };
   for (const j of jobs) {
-    const w = j.status === 'done' ? j.spec.work : j.status === 'running' ? Math.min(j.spec.work, j.base + j.speed * (end - j.since)) : j.base;
+    const w = Math.max(0, j.status === 'done' ? j.work : j.status === 'running' ? j.progressAt(end) : j.base);
     workDone[j.spec.priority] += w;
   }
   return { policy: policyName, metrics: { ...metrics, makespanSeconds: makespan, throughputJobsPerHour: makespan > 0 ? (completed * 3600) / makespan : 0 }, byPriority, jcts, timeline, events, workDone };

@@ -1,5 +1,14 @@
 import type { GpuModel } from '../mig/types.js';
 import type { JobSpec, Policy, Priority, ScalingModel } from '../sched/types.js';
+import type { InfoModel } from './info.js';
+
+/**
+ * A job of a trace: what a policy may know of it (JobSpec, without the estimate) and its true
+ * work, which only the simulator reads: seconds it takes alone on one whole GPU (MIG off).
+ */
+export interface TraceJob extends Omit<JobSpec, 'estimate'> {
+  readonly work: number;
+}
 
 /** A fleet: GPUs by model, e.g. parsed from `2048xA100-SXM4-40GB` or `64xA100-40GB,16xH100-80GB`. */
 export interface Fleet {
@@ -11,7 +20,17 @@ export interface Fleet {
 export interface SimulationInput {
   readonly fleet: Fleet;
   /** Jobs in any order; the simulator sorts them by arrival. */
-  readonly jobs: readonly JobSpec[];
+  readonly jobs: readonly TraceJob[];
+  /**
+   * What policies learn of each job's length (src/sim/info.ts) [exact: the oracle, which only
+   * tests and reference runs should use; the CLI defaults to noisy].
+   */
+  readonly info?: InfoModel;
+  /**
+   * Seconds of progress a preempted job loses when it starts again (checkpoint reload, warm-up)
+   * [0]. The CLI defaults to 60.
+   */
+  readonly preemptionCostSeconds?: number;
   readonly policy: Policy;
   /** Seed of the random source handed to the policy. */
   readonly seed: number;

@@ -11,7 +11,8 @@ import { badInput } from '../../errors.js';
 import { resolveWorkload } from '../../perf/workloads.js';
 import { deeppoolPolicy } from '../../sched/policies/deeppool.js';
 import { dpPolicy } from '../../sched/policies/dp.js';
-import type { JobSpec, ScalingModel } from '../../sched/types.js';
+import type { ScalingModel } from '../../sched/types.js';
+import type { TraceJob } from '../../sim/types.js';
 import { simulate } from '../../sim/engine.js';
 import { parseFleet } from '../../sim/fleet.js';
 import { writeJson, type Io } from '../io.js';
@@ -172,7 +173,7 @@ export function burstSimRow(model: ModelGraph, scaling: ScalingModel, gpus: numb
   const horizon = options.hours * 3600;
   const fgWorkload = resolveWorkload('large');
   const bgWorkload = resolveWorkload('small');
-  const jobs: JobSpec[] = [{ id: 'foreground', workload: fgWorkload, gpus, priority: 'foreground', arrival: 0, work: 1e15, memoryGiB: null, profile: null, strongScaling: { model: model.name, globalBatch } }];
+  const jobs: TraceJob[] = [{ id: 'foreground', workload: fgWorkload, gpus, priority: 'foreground', arrival: 0, work: 1e15, memoryGiB: null, profile: null, strongScaling: { model: model.name, globalBatch } }];
   for (let i = 0; i < BACKGROUND_PER_GPU * gpus; i++) {
     jobs.push({ id: `background-${i + 1}`, workload: bgWorkload, gpus: 1, priority: 'background', arrival: 0, work: options.backgroundMinutes * 60, memoryGiB: null, profile: null });
   }

@@ -4,7 +4,7 @@ import type { Command } from 'commander';
 import cliProgress from 'cli-progress';
 import { badInput, MigpoolError } from '../../errors.js';
 import { parsePolicies, policyHelp, POLICY_NAMES } from '../../sched/registry.js';
-import type { JobSpec, Priority } from '../../sched/types.js';
+import type { Priority } from '../../sched/types.js';
 import { DEFAULT_RECONFIGURE_SECONDS, simulate } from '../../sim/engine.js';
 import { parseFleet } from '../../sim/fleet.js';
 import { createRandom } from '../../random.js';
@@ -26,7 +26,7 @@ import {
   type SkippedRows,
   type WorkloadMix,
 } from '../../sim/traces/index.js';
-import type { Fleet, SimMetrics, SimulationResult } from '../../sim/types.js';
+import type { Fleet, SimMetrics, SimulationResult, TraceJob } from '../../sim/types.js';
 import { writeJson, writeUserFile, type Io } from '../io.js';
 import { renderTable } from '../table.js';
 import { builtInScalingModel, packageRoot } from '../package-data.js';
@@ -80,7 +80,7 @@ function withFlag<T>(flag: string, f: () => T): T {
 }
 
 interface LoadedTrace {
-  readonly jobs: JobSpec[];
+  readonly jobs: TraceJob[];
   readonly skipped: readonly SkippedRows[];
   readonly notes: string[];
 }
@@ -127,7 +127,7 @@ function loadTrace(opts: SimulateOptions, fleet: Fleet, mix: WorkloadMix, seed: 
 }
 
 /** Every job's profile must exist on some GPU of the fleet. */
-function checkProfiles(jobs: readonly JobSpec[], fleet: Fleet): void {
+function checkProfiles(jobs: readonly TraceJob[], fleet: Fleet): void {
   const offered = new Set(fleet.gpus.flatMap((g) => g.giProfiles.map((p) => p.name)));
   const bad = jobs.find((j) => j.profile !== null && !offered.has(j.profile));
   if (bad) {
@@ -204,7 +204,7 @@ function renderText(title: string, names: readonly string[], results: readonly S
 }
 
 /** A timeline sampling period that gives the report about 500 points over the trace's span. */
-function samplePeriod(jobs: readonly JobSpec[]): number {
+function samplePeriod(jobs: readonly TraceJob[]): number {
   const span = jobs.reduce((s, j) => Math.max(s, j.arrival + j.work), 0);
   return Math.max(60, span / 500);
 }

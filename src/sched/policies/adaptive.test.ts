@@ -4,14 +4,15 @@ import { predict } from '../../perf/model.js';
 import { resolveWorkload } from '../../perf/workloads.js';
 import { DEFAULT_RECONFIGURE_SECONDS, simulate } from '../../sim/engine.js';
 import { parseFleet } from '../../sim/fleet.js';
-import type { ClusterView, Decision, JobSpec, PolicyContext } from '../types.js';
+import type { ClusterView, Decision, PolicyContext } from '../types.js';
+import type { TraceJob } from '../../sim/types.js';
 import { migpoolPolicy } from './migpool.js';
 import { misoPolicy } from './miso.js';
 
 const small = resolveWorkload('small');
 const a100 = resolveGpuModel('A100-40GB');
 
-function job(id: string, arrival: number, work: number, more: Partial<JobSpec> = {}): JobSpec {
+function job(id: string, arrival: number, work: number, more: Partial<TraceJob> = {}): TraceJob {
   return { id, workload: small, gpus: 1, priority: 'foreground', arrival, work, memoryGiB: null, profile: null, ...more };
 }
 

@@ -5,6 +5,7 @@ import { parseFleet } from '../../sim/fleet.js';
 import { createRandom } from '../../random.js';
 import { parsePolicy } from '../registry.js';
 import type { ClusterView, JobSpec, Policy } from '../types.js';
+import type { TraceJob } from '../../sim/types.js';
 import { GPU_MODELS, resolveGpuModel } from '../../mig/catalog/index.js';
 import { Picker, requestedSlices } from './common.js';
 
@@ -22,7 +23,7 @@ function withoutIndex(policy: Policy): Policy {
 describe('policy helpers', () => {
   it('requestedSlices: the profile\'s compute slices, on any model (a name says them)', () => {
     for (const g of GPU_MODELS) for (const p of g.giProfiles) expect(p.name.startsWith(`${p.computeSlices}g.`), `${g.name} ${p.name}`).toBe(true);
-    const job = (profile: string | null): JobSpec => ({ id: 'a', workload: resolveWorkload('small'), gpus: 1, priority: 'foreground', arrival: 0, work: 1, memoryGiB: null, profile });
+    const job = (profile: string | null): JobSpec => ({ id: 'a', workload: resolveWorkload('small'), gpus: 1, priority: 'foreground', arrival: 0, estimate: 1, memoryGiB: null, profile });
     const a100 = resolveGpuModel('A100-40GB');
     const h100 = resolveGpuModel('H100-80GB');
     expect(requestedSlices(job(null), a100)).toBe(0);
@@ -43,7 +44,7 @@ describe('policy helpers', () => {
   it('policies decide the same with and without the index', () => {
     const random = createRandom(7);
     const names = ['small', 'medium', 'large'].map((n) => resolveWorkload(n));
-    const jobs: JobSpec[] = Array.from({ length: 300 }, (_, i) => ({
+    const jobs: TraceJob[] = Array.from({ length: 300 }, (_, i) => ({
       id: `j${i}`,
       workload: names[Math.floor(random() * 3)] ?? names[0]!,
       gpus: random() < 0.1 ? 2 : 1,

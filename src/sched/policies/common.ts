@@ -234,21 +234,44 @@ export function memoryNeed(job: JobSpec): number | null {
   return job.memoryGiB ?? job.workload.memoryGiB;
 }
 
-/** Estimated end of a running job if it ran on at speed 1 (the `work` estimate EASY backfill uses). */
+/**
+ * ASSUMPTION: the length (full-GPU seconds) a policy assumes for a job that comes with no
+ * estimate: one hour, the default the service has always assumed. Not measured; a prior that the
+ * job's own history replaces as it runs (see expectedRemaining).
+ */
+export const UNKNOWN_ESTIMATE_SECONDS = 3600;
+
+/** A job's expected length before it runs: its estimate, or UNKNOWN_ESTIMATE_SECONDS. */
+export function expectedWork(job: JobSpec): number {
+  return job.estimate ?? UNKNOWN_ESTIMATE_SECONDS;
+}
+
+/**
+ * Work (full-GPU seconds) a job that has done `done` is expected to have left. Estimates are
+ * hints: a job short of its estimate is expected to run to it; a job past its estimate, or with
+ * none past the prior, is never taken for one about to end: it is expected to run as long again as
+ * it has (heavy-tailed job lengths: the longer a job has run, the longer it is likely to run).
+ */
+export function expectedRemaining(job: JobSpec, done: number): number {
+  const total = expectedWork(job);
+  return done < total ? Math.max(total - done, 0.5 * done) : Math.max(done, 1);
+}
+
+/** Estimated release of whole GPUs by a running job (what EASY backfill plans with). */
 export interface GpuRelease {
   readonly at: number;
   readonly gpus: number;
 }
 
 /**
- * When whole GPUs come free, by the estimate that every running whole-GPU job does the rest of
- * its `work` at speed 1 (full-GPU seconds): sorted by time.
+ * When whole GPUs come free, by the estimate that every running whole-GPU job does its expected
+ * remaining work (expectedRemaining) at speed 1: sorted by time.
  */
 export function estimatedReleases(view: ClusterView): GpuRelease[] {
   const out: GpuRelease[] = [];
   for (const r of view.running.values()) {
     if (r.placement.kind !== 'gpus') continue;
-    out.push({ at: view.now + Math.max(0, r.spec.work - r.done), gpus: r.placement.gpus.length });
+    out.push({ at: view.now + expectedRemaining(r.spec, r.done), gpus: r.placement.gpus.length });
   }
   return out.sort((a, b) => a.at - b.at);
 }

@@ -4,7 +4,8 @@ import { resolveWorkload } from '../../perf/workloads.js';
 import { simulate } from '../../sim/engine.js';
 import { parseFleet } from '../../sim/fleet.js';
 import { parsePolicy, POLICY_NAMES } from '../registry.js';
-import type { Decision, JobSpec, Policy, ScalingModel } from '../types.js';
+import type { Decision, Policy, ScalingModel } from '../types.js';
+import type { TraceJob } from '../../sim/types.js';
 import { deeppoolPolicy } from './deeppool.js';
 import { dpPolicy } from './dp.js';
 
@@ -21,16 +22,16 @@ export const STUB_SCALING: ScalingModel = {
       : { soloSpeed: 1.5, sharedSpeed: 1.4, backgroundShare: (rank) => (rank === 0 ? 0 : 0.5) },
 };
 
-export function fg(id: string, gpus: number, work: number, arrival = 0): JobSpec {
+export function fg(id: string, gpus: number, work: number, arrival = 0): TraceJob {
   return { id, workload: small, gpus, priority: 'foreground', arrival, work, memoryGiB: null, profile: null, strongScaling: { model: 'm', globalBatch: 64 } };
 }
 
-export function bg(id: string, work: number, arrival = 0): JobSpec {
+export function bg(id: string, work: number, arrival = 0): TraceJob {
   return { id, workload: small, gpus: 1, priority: 'background', arrival, work, memoryGiB: null, profile: null };
 }
 
 /** Completion time of each job by id. */
-function completions(jobs: readonly JobSpec[], jcts: readonly number[]): Record<string, number> {
+function completions(jobs: readonly TraceJob[], jcts: readonly number[]): Record<string, number> {
   return Object.fromEntries(jobs.map((j, i) => [j.id, (jcts[i] as number) + j.arrival]));
 }
 

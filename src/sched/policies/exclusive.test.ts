@@ -2,11 +2,11 @@ import { describe, expect, it } from 'vitest';
 import { resolveWorkload } from '../../perf/workloads.js';
 import { simulate } from '../../sim/engine.js';
 import { parseFleet } from '../../sim/fleet.js';
-import type { JobSpec } from '../types.js';
+import type { TraceJob } from '../../sim/types.js';
 import { exclusivePolicy } from './exclusive.js';
 
 const small = resolveWorkload('small');
-const job = (id: string, arrival: number, work: number, gpus = 1): JobSpec => ({ id, workload: small, gpus, priority: 'foreground', arrival, work, memoryGiB: null, profile: null });
+const job = (id: string, arrival: number, work: number, gpus = 1): TraceJob => ({ id, workload: small, gpus, priority: 'foreground', arrival, work, memoryGiB: null, profile: null });
 
 describe('exclusive', () => {
   it('runs FIFO on whole GPUs', () => {

@@ -1,5 +1,5 @@
 import type { Decision, GpuView, JobSpec, Policy } from '../types.js';
-import { canEverRunWhole, estimatedReleases, migOffIdle, Picker, wholeGpusWith } from './common.js';
+import { canEverRunWhole, estimatedReleases, migOffIdle, Picker, wholeGpusWith, expectedWork } from './common.js';
 
 /**
  * `exclusive`: what most clusters do today. Whole GPUs, MIG off, one job per GPU, FIFO with EASY
@@ -46,7 +46,7 @@ export function exclusivePolicy(): Policy {
           continue;
         }
         if (job.gpus > free) continue;
-        const endsBy = view.now + job.work <= shadow;
+        const endsBy = view.now + expectedWork(job) <= shadow;
         if (!endsBy && job.gpus > extra) continue;
         const gs = picker.takeMany(job.gpus, fitsOn(job));
         if (!gs) continue;

@@ -1,4 +1,5 @@
 import type { ClusterView, GpuView, JobSpec, PolicyContext, RunningJobView } from '../types.js';
+import { expectedWork, expectedRemaining } from './common.js';
 
 /**
  * Where migpool has promised a queued job a place that is being made for it: an instance being
@@ -32,8 +33,7 @@ export interface Estimates {
  * run past its estimate (`work` was too low) is expected to run half as long again as it has.
  */
 export function expectedLeft(r: RunningJobView): number {
-  const left = r.spec.work - r.done;
-  return left > 0 ? left : 0.5 * r.done;
+  return expectedRemaining(r.spec, r.done);
 }
 
 /** Expected end of a running job: now + expectedLeft / speed. */
@@ -71,13 +71,13 @@ export function estimate(view: ClusterView, ctx: PolicyContext, promised: Readon
     for (const gid of gpus) {
       const g = view.gpus[gid] as GpuView | undefined;
       const ready = g && g.busyUntil !== null && g.busyUntil > view.now ? g.busyUntil : view.now;
-      bump(gid, ready + Math.max(0, job.work) / promisedSpeed(view, ctx, job, p));
+      bump(gid, ready + Math.max(0, expectedWork(job)) / promisedSpeed(view, ctx, job, p));
     }
   }
   // The backlog: GPU-seconds of work known, over the fleet's GPUs.
   let backlog = 0;
   for (const r of view.running.values()) backlog += expectedLeft(r) * r.spec.gpus;
-  for (const q of queued.values()) backlog += q.work * q.gpus;
+  for (const q of queued.values()) backlog += expectedWork(q) * q.gpus;
   if (view.gpus.length > 0) horizon = Math.max(horizon, view.now + backlog / view.gpus.length);
   const releases: { at: number; gpu: number }[] = [];
   for (const [gpu, at] of releaseAt) {
@@ -96,7 +96,7 @@ export function estimate(view: ClusterView, ctx: PolicyContext, promised: Readon
  * only to the jobs that would otherwise lengthen it).
  */
 export function isCritical(job: JobSpec, start: number, horizon: number): boolean {
-  return start + job.work > horizon;
+  return start + expectedWork(job) > horizon;
 }
 
 /** A binary min-heap of numbers. */
@@ -156,7 +156,7 @@ export function waitLine(releases: Estimates['releases'], skip: (gpu: number) =>
       continue;
     }
     out.set(job.id, at);
-    heap.push(at + job.work);
+    heap.push(at + expectedWork(job));
   }
   return out;
 }

@@ -1,7 +1,7 @@
 import type { GpuModel } from '../../mig/types.js';
 import type { Workload } from '../../perf/types.js';
 import type { ClusterView, Decision, GpuView, JobSpec, PolicyContext } from '../types.js';
-import { isInstanceUsable, isSettled, requestedSlices } from './common.js';
+import { isInstanceUsable, isSettled, requestedSlices, expectedWork } from './common.js';
 import type { MigpoolPromise } from './migpool-estimates.js';
 import { hasLayout } from './packing.js';
 
@@ -126,7 +126,7 @@ export class Plan {
   /** Whether work started on GPU g after `delay` at `speed` ends by the GPU's deadline. */
   usableBy(g: GpuView, job: JobSpec, speed: number, delay: number): boolean {
     const d = this.deadline.get(g.id);
-    return d === undefined || this.now + delay + job.work / speed <= d;
+    return d === undefined || this.now + delay + expectedWork(job) / speed <= d;
   }
 
   fitsWhole(job: JobSpec, g: GpuView): boolean {

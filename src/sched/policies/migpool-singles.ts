@@ -1,6 +1,6 @@
 import type { GpuModel } from '../../mig/types.js';
 import type { GpuView, InstanceView, JobSpec } from '../types.js';
-import { fleetModels, isInstanceUsable } from './common.js';
+import { fleetModels, isInstanceUsable, expectedWork } from './common.js';
 import { waitLine, type Estimates } from './migpool-estimates.js';
 import { MAX_PER_GPU, RESTART_SECONDS, type Plan } from './migpool-plan.js';
 import { shareBusyGpus } from './migpool-split.js';
@@ -60,13 +60,13 @@ export function placeSingles(plan: Plan, all: readonly JobSpec[], sc: SinglesCon
     if (!(s > 0)) return false;
     const p = model.giProfiles.find((x) => x.name === profile);
     if (!p || s * model.computeSlices < p.computeSlices * (1 - 1e-9)) return false;
-    return now + delay + job.work / s <= sc.horizon;
+    return now + delay + expectedWork(job) / s <= sc.horizon;
   };
   const sliceOk = (job: JobSpec, g: GpuView, profile: string, delay: number): boolean => {
     if (!sliceFits(job, g.model, profile, delay)) return false;
     const s = plan.speedOn(job, g.model, profile);
     const wait = waitUntil.get(job.id);
-    if (wait !== undefined && now + delay + runOn(job, g, s) > wait + job.work) return false;
+    if (wait !== undefined && now + delay + runOn(job, g, s) > wait + expectedWork(job)) return false;
     return plan.usableBy(g, job, s, delay);
   };
   /**
@@ -74,12 +74,12 @@ export function placeSingles(plan: Plan, all: readonly JobSpec[], sc: SinglesCon
    * GPU's expected release), growth gives it the whole GPU, at a re-partition and a restart.
    */
   const runOn = (job: JobSpec, g: GpuView, speed: number): number => {
-    const run = job.work / speed;
+    const run = expectedWork(job) / speed;
     const rel = sc.releaseAt.get(g.id);
     if (rel === undefined) return run;
     const shared = Math.max(0, rel - now);
     const cost = rc + RESTART_SECONDS;
-    return shared + cost < run ? shared + (job.work - shared * speed) + cost : run;
+    return shared + cost < run ? shared + (expectedWork(job) - shared * speed) + cost : run;
   };
   /**
    * The first `cap` jobs in serve order; when no GPU is idle, past the first GPU's worth (which
@@ -135,7 +135,7 @@ export function placeSingles(plan: Plan, all: readonly JobSpec[], sc: SinglesCon
       for (const m of models) {
         const smallest = smallestProfile(m);
         const s = smallest === undefined ? -1 : plan.speedOn(job, m, smallest);
-        worst = Math.max(worst, s > 0 ? job.work * (1 / s - 1) : job.work);
+        worst = Math.max(worst, s > 0 ? expectedWork(job) * (1 / s - 1) : expectedWork(job));
       }
       return worst;
     };

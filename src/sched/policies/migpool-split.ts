@@ -1,5 +1,5 @@
 import type { GpuView, JobSpec } from '../types.js';
-import { isSettled } from './common.js';
+import { isSettled, expectedWork } from './common.js';
 import { expectedLeft } from './migpool-estimates.js';
 import { MAX_PER_GPU, RESTART_SECONDS, type Plan } from './migpool-plan.js';
 import { bestLayoutFor } from './packing.js';
@@ -63,7 +63,7 @@ function bestSplit(plan: Plan, job: JobSpec, waitUntil: number, horizon: number,
     const profileAt = (start: number) => (packed.layout.find((l) => l.start === start) as { profile: string }).profile;
     const vNew = plan.speedOn(job, g.model, profileAt(startOf(job.id)));
     if (!(vNew > 0)) continue;
-    const runNew = job.work / vNew;
+    const runNew = expectedWork(job) / vNew;
     // Sharing never lengthens the schedule: every job on the GPU still ends within the horizon,
     // and, on a GPU a reservation holds, by its deadline (the reserved job is not delayed).
     const limit = Math.min(horizon, plan.deadline.get(g.id) ?? Number.POSITIVE_INFINITY);
@@ -75,8 +75,8 @@ function bestSplit(plan: Plan, job: JobSpec, waitUntil: number, horizon: number,
       const v = plan.speedOn(o.spec, g.model, profileAt(startOf(o.spec.id)));
       othersDone = Math.max(othersDone, v > 0 ? o.left / v : Number.POSITIVE_INFINITY);
     }
-    const newEnd = othersDone + cost < runNew ? othersDone + (job.work - othersDone * vNew) + cost : runNew;
-    let saving = waitUntil + job.work - (now + rc + newEnd);
+    const newEnd = othersDone + cost < runNew ? othersDone + (expectedWork(job) - othersDone * vNew) + cost : runNew;
+    let saving = waitUntil + expectedWork(job) - (now + rc + newEnd);
     const moved: string[] = [];
     for (const o of on) {
       const start = startOf(o.spec.id);

@@ -4,19 +4,20 @@ import { resolveWorkload } from '../../perf/workloads.js';
 import { simulate } from '../../sim/engine.js';
 import { parseFleet } from '../../sim/fleet.js';
 import type { SimulationResult } from '../../sim/types.js';
-import type { ClusterView, Decision, JobSpec, Policy, Priority } from '../types.js';
+import type { ClusterView, Decision, Policy, Priority } from '../types.js';
+import type { TraceJob } from '../../sim/types.js';
 import { migpoolPolicy } from './migpool.js';
 
 const small = resolveWorkload('small');
 const medium = resolveWorkload('medium');
 const large = resolveWorkload('large');
 
-function job(id: string, arrival: number, work: number, more: Partial<JobSpec> = {}): JobSpec {
+function job(id: string, arrival: number, work: number, more: Partial<TraceJob> = {}): TraceJob {
   return { id, workload: small, gpus: 1, priority: 'foreground', arrival, work, memoryGiB: null, profile: null, ...more };
 }
 
 /** Each job's completion time, by id. */
-function ends(jobs: readonly JobSpec[], r: SimulationResult): Map<string, number> {
+function ends(jobs: readonly TraceJob[], r: SimulationResult): Map<string, number> {
   return new Map(jobs.map((j, k) => [j.id, j.arrival + (r.jcts[k] as number)]));
 }
 
@@ -244,7 +245,7 @@ describe('migpool: invariants on random traces', () => {
   it('runs every job that fits once, never re-cuts a busy instance under its job, never beats the work, and replays identically', () => {
     fc.assert(
       fc.property(fc.array(jobArb, { minLength: 1, maxLength: 30 }), fc.constantFrom(...FLEETS), (raw, fleetSpec) => {
-        const jobs: JobSpec[] = raw.map((x, i) => ({
+        const jobs: TraceJob[] = raw.map((x, i) => ({
           id: `j${i}`,
           workload: WORKLOADS[x.workload] ?? small,
           gpus: x.gpus,
@@ -259,7 +260,7 @@ describe('migpool: invariants on random traces', () => {
         const offered = new Set(fleet.gpus.flatMap((g) => g.giProfiles.map((p) => p.name)));
         const valid = jobs.map((j) => (j.profile !== null && !offered.has(j.profile) ? { ...j, profile: null } : j));
         const r = simulate({ fleet, jobs: valid, policy: checked(), seed: 1, sampleEverySeconds: 100 });
-        const fitsSomewhere = (j: JobSpec) => {
+        const fitsSomewhere = (j: TraceJob) => {
           const need = j.memoryGiB ?? j.workload.memoryGiB;
           return fleet.gpus.filter((m) => need === null || m.memoryGB >= need).length >= j.gpus;
         };

@@ -1,5 +1,5 @@
 import type { ClusterView, Decision, GpuView, JobSpec, Policy, PolicyContext, Priority } from '../types.js';
-import { canEverRunWhole, isInstanceUsable, isSettled } from './common.js';
+import { canEverRunWhole, isInstanceUsable, isSettled, expectedWork } from './common.js';
 import { estimate, isCritical, type MigpoolPromise } from './migpool-estimates.js';
 import { growth } from './migpool-grow.js';
 import { Plan, RESTART_SECONDS, SpeedMemo } from './migpool-plan.js';
@@ -16,7 +16,7 @@ export { RESTART_SECONDS } from './migpool-plan.js';
  * times its own run (no starvation, unlike shortest-job-first).
  */
 export function byResponseRatio(jobs: JobSpec[], now: number): void {
-  const ratio = new Map(jobs.map((j) => [j, (Math.max(0, now - j.arrival) + j.work) / Math.max(j.work, 1e-9)]));
+  const ratio = new Map(jobs.map((j) => [j, (Math.max(0, now - j.arrival) + expectedWork(j)) / Math.max(expectedWork(j), 1e-9)]));
   jobs.sort((a, c) => (ratio.get(c) as number) - (ratio.get(a) as number) || a.arrival - c.arrival);
 }
 
@@ -184,7 +184,7 @@ export function migpoolPolicy(): Policy {
       (buckets[base + r] as JobSpec[]).push(q);
     }
     for (const base of [0, CLASSES]) {
-      for (const r of [CRITICAL_MULTI, CRITICAL]) (buckets[base + r] as JobSpec[]).sort((a, c) => c.work - a.work || a.arrival - c.arrival);
+      for (const r of [CRITICAL_MULTI, CRITICAL]) (buckets[base + r] as JobSpec[]).sort((a, c) => expectedWork(c) - expectedWork(a) || a.arrival - c.arrival);
       byResponseRatio(buckets[base + SINGLE] as JobSpec[], now);
     }
     for (const base of [0, CLASSES]) {

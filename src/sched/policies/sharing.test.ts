@@ -3,11 +3,11 @@ import { predict, TIMESLICE_OVERHEAD } from '../../perf/model.js';
 import { resolveWorkload } from '../../perf/workloads.js';
 import { simulate } from '../../sim/engine.js';
 import { parseFleet } from '../../sim/fleet.js';
-import type { JobSpec } from '../types.js';
+import type { TraceJob } from '../../sim/types.js';
 import { sharingPolicy } from './sharing.js';
 
 const small = resolveWorkload('small');
-const job = (id: string, arrival: number, work: number, more: Partial<JobSpec> = {}): JobSpec => ({
+const job = (id: string, arrival: number, work: number, more: Partial<TraceJob> = {}): TraceJob => ({
   id,
   workload: small,
   gpus: 1,

@@ -5,12 +5,13 @@ import { predict } from '../../perf/model.js';
 import { resolveWorkload } from '../../perf/workloads.js';
 import { simulate } from '../../sim/engine.js';
 import { parseFleet } from '../../sim/fleet.js';
-import type { Decision, JobSpec, Policy } from '../types.js';
+import type { Decision, Policy } from '../types.js';
+import type { TraceJob } from '../../sim/types.js';
 import { parseStaticLayout, resolveStaticLayout, staticPolicy } from './static.js';
 
 const small = resolveWorkload('small');
 const a100 = resolveGpuModel('A100-40GB');
-const job = (id: string, arrival: number, work: number, more: Partial<JobSpec> = {}): JobSpec => ({
+const job = (id: string, arrival: number, work: number, more: Partial<TraceJob> = {}): TraceJob => ({
   id,
   workload: small,
   gpus: 1,

@@ -2,7 +2,8 @@ import { predict } from '../../perf/model.js';
 import { badInput } from '../../errors.js';
 import type { GiProfile, GpuModel } from '../../mig/types.js';
 import { resolveWorkload } from '../../perf/workloads.js';
-import type { JobSpec, Priority } from '../../sched/types.js';
+import type { Priority } from '../../sched/types.js';
+import type { TraceJob } from '../types.js';
 import { DEFAULT_MIX_SPEC, drawWorkload, parseMix } from './mix.js';
 import { cell, columnIndex, readCsv } from './records.js';
 import { checkedLimit, SkipCounter, type ParsedTrace, type TraceOptions } from './types.js';
@@ -116,7 +117,7 @@ export function readAlibabaTrace(text: string, options: AlibabaTraceOptions): Pa
   const start = pods[0]?.created ?? 0;
   const mix = options.mix ?? parseMix(DEFAULT_MIX_SPEC);
   const large = resolveWorkload('large');
-  const jobs: JobSpec[] = pods.slice(0, Math.min(pods.length, limit)).map((p) => {
+  const jobs: TraceJob[] = pods.slice(0, Math.min(pods.length, limit)).map((p) => {
     const fractional = p.gpus === 1 && p.milli > 0 && p.milli < 1000;
     const workload = p.gpus === 1 ? drawWorkload(mix, options.random) : large;
     const profile = fractional ? profileCovering(options.gpuModel, p.milli / 1000).name : null;
@@ -132,6 +133,6 @@ export function readAlibabaTrace(text: string, options: AlibabaTraceOptions): Pa
 }
 
 /** The jobs of an Alibaba pod list (see readAlibabaTrace). */
-export function parseAlibabaTrace(text: string, options: AlibabaTraceOptions): JobSpec[] {
+export function parseAlibabaTrace(text: string, options: AlibabaTraceOptions): TraceJob[] {
   return readAlibabaTrace(text, options).jobs;
 }

@@ -2,7 +2,8 @@ import { badInput, MigpoolError } from '../../errors.js';
 import { GPU_MODELS, normalizeProfileName } from '../../mig/catalog/index.js';
 import { resolveWorkload } from '../../perf/workloads.js';
 import type { Workload } from '../../perf/types.js';
-import type { JobSpec, Priority } from '../../sched/types.js';
+import type { Priority } from '../../sched/types.js';
+import type { TraceJob } from '../types.js';
 import { cell, readCsv, type CsvRow } from './records.js';
 
 /** Columns of migpool's job CSV every file has. */
@@ -25,7 +26,7 @@ const KNOWN_PROFILES = new Set(GPU_MODELS.flatMap((m) => m.giProfiles.map((p) =>
  *
  * @throws MigpoolError `BAD_INPUT` as `FILE:LINE: field 'NAME': what was wrong` for the first bad cell
  */
-export function parseJobsCsv(text: string, file: string, extra: readonly Workload[] = []): JobSpec[] {
+export function parseJobsCsv(text: string, file: string, extra: readonly Workload[] = []): TraceJob[] {
   const table = readCsv(text, file);
   const known: readonly string[] = [...JOBS_CSV_REQUIRED, ...JOBS_CSV_OPTIONAL];
   const unknown = table.header.filter((h) => !known.includes(h));
@@ -38,7 +39,7 @@ export function parseJobsCsv(text: string, file: string, extra: readonly Workloa
   };
   const fail = (row: CsvRow, field: Column, message: string): MigpoolError => badInput(`${file}:${row.line}: field '${field}': ${message}`);
   const ids = new Set<string>();
-  const jobs = table.rows.map((row, n): JobSpec => {
+  const jobs = table.rows.map((row, n): TraceJob => {
     const arrivalText = at(row, 'arrival');
     const arrival = Number(arrivalText);
     if (arrivalText === '' || !Number.isFinite(arrival) || arrival < 0) throw fail(row, 'arrival', `expected seconds from the start (0 or more), got '${arrivalText}'`);

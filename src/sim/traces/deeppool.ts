@@ -1,6 +1,6 @@
 import { badInput } from '../../errors.js';
 import { resolveWorkload } from '../../perf/workloads.js';
-import type { JobSpec } from '../../sched/types.js';
+import type { TraceJob } from '../types.js';
 import { DEFAULT_MIX_SPEC, drawWorkload, parseMix, type WorkloadMix } from './mix.js';
 import { DEFAULT_DURATIONS, type LognormalDurations } from './synthetic.js';
 
@@ -45,7 +45,7 @@ export interface DeepPoolTraceOptions {
  *
  * @throws MigpoolError `BAD_INPUT` for a non-positive count, rate or fleet, or a share outside [0, 1]
  */
-export function deepPoolTrace(options: DeepPoolTraceOptions): JobSpec[] {
+export function deepPoolTrace(options: DeepPoolTraceOptions): TraceJob[] {
   const { jobs, fleetGpus, arrivalRatePerHour, random } = options;
   if (!Number.isInteger(jobs) || jobs < 1) throw badInput(`the deeppool trace needs a positive whole number of jobs, got ${jobs}`);
   if (!Number.isInteger(fleetGpus) || fleetGpus < 1) throw badInput(`the deeppool trace needs a fleet of at least one GPU, got ${fleetGpus}`);
@@ -62,7 +62,7 @@ export function deepPoolTrace(options: DeepPoolTraceOptions): JobSpec[] {
   const sizes: number[] = [];
   for (let g = fleetGpus >= 8 ? 8 : 2; g <= fleetGpus; g *= 2) sizes.push(g);
   const meanGap = 3600 / arrivalRatePerHour;
-  const out: JobSpec[] = [];
+  const out: TraceJob[] = [];
   let t = 0;
   for (let i = 0; i < jobs; i++) {
     const [uGap, uN1, uN2, uFg, uSize, uModel, uWorkload] = Array.from({ length: 7 }, () => random()) as [number, number, number, number, number, number, number];

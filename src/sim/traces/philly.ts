@@ -1,6 +1,6 @@
 import { badInput } from '../../errors.js';
 import { resolveWorkload } from '../../perf/workloads.js';
-import type { JobSpec } from '../../sched/types.js';
+import type { TraceJob } from '../types.js';
 import { DEFAULT_MIX_SPEC, drawWorkload, parseMix } from './mix.js';
 import { cell, columnIndex, readCsv } from './records.js';
 import { checkedLimit, SkipCounter, type ParsedTrace, type TraceOptions } from './types.js';
@@ -61,7 +61,7 @@ export function readPhillyTrace(text: string, options: TraceOptions): ParsedTrac
   const start = rows[0]?.time ?? 0;
   const mix = options.mix ?? parseMix(DEFAULT_MIX_SPEC);
   const large = resolveWorkload('large');
-  const jobs: JobSpec[] = rows.slice(0, Math.min(rows.length, limit)).map((r) => ({
+  const jobs: TraceJob[] = rows.slice(0, Math.min(rows.length, limit)).map((r) => ({
     id: `philly-${r.row}`,
     workload: r.gpus === 1 ? drawWorkload(mix, options.random) : large,
     gpus: r.gpus,
@@ -75,6 +75,6 @@ export function readPhillyTrace(text: string, options: TraceOptions): ParsedTrac
 }
 
 /** The jobs of a Philly trace (see readPhillyTrace). */
-export function parsePhillyTrace(text: string, options: TraceOptions): JobSpec[] {
+export function parsePhillyTrace(text: string, options: TraceOptions): TraceJob[] {
   return readPhillyTrace(text, options).jobs;
 }

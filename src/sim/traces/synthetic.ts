@@ -1,6 +1,6 @@
 import { badInput } from '../../errors.js';
 import { resolveWorkload } from '../../perf/workloads.js';
-import type { JobSpec } from '../../sched/types.js';
+import type { TraceJob } from '../types.js';
 import { DEFAULT_MIX_SPEC, drawWorkload, parseMix, type WorkloadMix } from './mix.js';
 
 /** Job durations: lognormal (seconds alone on one whole GPU), clamped to [minSeconds, maxSeconds]. */
@@ -67,7 +67,7 @@ export function meanJobGpuSeconds(options: Pick<SyntheticOptions, 'durations' | 
  *
  * @throws MigpoolError `BAD_INPUT` for a non-positive job count or rate, or a share outside [0, 1]
  */
-export function syntheticTrace(options: SyntheticOptions): JobSpec[] {
+export function syntheticTrace(options: SyntheticOptions): TraceJob[] {
   const { jobs, arrivalRatePerHour, random } = options;
   if (!Number.isInteger(jobs) || jobs < 1) throw badInput(`the synthetic trace needs a positive whole number of jobs, got ${jobs}`);
   if (!Number.isFinite(arrivalRatePerHour) || arrivalRatePerHour <= 0) throw badInput(`the arrival rate must be a positive number of jobs per hour, got ${arrivalRatePerHour}`);
@@ -82,7 +82,7 @@ export function syntheticTrace(options: SyntheticOptions): JobSpec[] {
   const mix = options.mix ?? parseMix(DEFAULT_MIX_SPEC);
   const large = resolveWorkload('large');
   const meanGapSeconds = 3600 / arrivalRatePerHour;
-  const out: JobSpec[] = [];
+  const out: TraceJob[] = [];
   let t = 0;
   for (let i = 0; i < jobs; i++) {
     const [uGap, uN1, uN2, uMulti, uSize, uBackground, uWorkload] = Array.from({ length: 7 }, () => random()) as [number, number, number, number, number, number, number];

@@ -1,5 +1,5 @@
 import { badInput } from '../../errors.js';
-import type { JobSpec } from '../../sched/types.js';
+import type { TraceJob } from '../types.js';
 import type { WorkloadMix } from './mix.js';
 
 /** What every trace parser takes besides the text. */
@@ -22,7 +22,7 @@ export interface SkippedRows {
 
 /** Jobs read from a trace, in arrival order, with what was left out. */
 export interface ParsedTrace {
-  readonly jobs: JobSpec[];
+  readonly jobs: TraceJob[];
   readonly skipped: readonly SkippedRows[];
 }
 

@@ -1,0 +1,112 @@
+import { MigpoolError } from '../errors.js';
+import { findGiProfile } from '../mig/catalog/index.js';
+import type { GiProfile, GpuModel } from '../mig/types.js';
+import { predict } from '../perf/model.js';
+import type { Resource, Workload } from '../perf/types.js';
+import type { JobSpec, PolicyContext, ScalingModel, SpeedQuery } from './types.js';
+
+/**
+ * The policy context, written once for both clocks: the simulator and the service hand their
+ * policy the same speeds and memory fits, from the performance model.
+ *
+ * Speed is relative: a workload's samples/s on a resource over its samples/s on a whole GPU of the
+ * same model with MIG off, so that a job's work (full-GPU seconds) ends on time on a whole GPU of
+ * any model. Memory is the job's `memoryGiB`, else its workload's; unknown memory fits.
+ */
+
+/** Relative speeds of workloads on resources, cached per workload object. */
+export class SpeedTable {
+  private readonly cache = new Map<Workload, Map<string, number>>();
+  private readonly noMemory = new Map<Workload, Workload>();
+
+  /**
+   * A workload's speed on a resource relative to a whole GPU of the same model (1 for 'full').
+   * @throws MigpoolError RUNTIME when the model gives none (a workload that does not fit anywhere)
+   */
+  relative(workload: Workload, model: GpuModel, kind: 'mig' | 'timeslice' | 'mps' | 'full', arg: string | number): number {
+    if (kind === 'full') return 1;
+    let perWorkload = this.cache.get(workload);
+    if (!perWorkload) {
+      perWorkload = new Map();
+      this.cache.set(workload, perWorkload);
+    }
+    const key = `${model.name}|${kind}|${arg}`;
+    let v = perWorkload.get(key);
+    if (v === undefined) {
+      // Speed only: whether memory fits is the context's `fits`, asked separately.
+      let w = this.noMemory.get(workload);
+      if (!w) {
+        w = { ...workload, memoryGiB: null };
+        this.noMemory.set(workload, w);
+      }
+      const resource: Resource = kind === 'mig' ? { kind, gpu: model, profile: String(arg) } : { kind, gpu: model, jobs: Number(arg) };
+      const on = predict(w, resource).samplesPerSecond;
+      const full = predict(w, { kind: 'full', gpu: model }).samplesPerSecond;
+      v = on !== null && full !== null && full > 0 ? on / full : NaN;
+      if (!Number.isFinite(v) || v <= 0) throw new MigpoolError('RUNTIME', `the performance model gives no speed for ${workload.name} on ${model.name} ${kind} ${arg}`);
+      perWorkload.set(key, v);
+    }
+    return v;
+  }
+
+  /** The speed a SpeedQuery asks for. */
+  of(job: Pick<JobSpec, 'workload'>, on: SpeedQuery): number {
+    if (on.kind === 'whole') return 1;
+    if (on.kind === 'instance') return this.relative(job.workload, on.model, 'mig', on.profile);
+    return this.relative(job.workload, on.model, on.kind, on.jobs);
+  }
+}
+
+/** GiB a job needs: its own figure, else its workload's; null when unknown. */
+export function memoryOf(job: Pick<JobSpec, 'memoryGiB' | 'workload'>): number | null {
+  return job.memoryGiB ?? job.workload.memoryGiB;
+}
+
+/** Whether `need` GiB for each of `jobs` jobs fits in `have` GiB (unknown need or size: fits). */
+export function fitsMemory(need: number | null, have: number | null, jobs = 1): boolean {
+  return need === null || have === null || have >= jobs * need;
+}
+
+const profileCache = new Map<string, GiProfile>();
+/** A GPU model's GI profile by name, cached. @throws MigpoolError BAD_INPUT for an unknown name */
+export function profileOf(model: GpuModel, name: string): GiProfile {
+  const key = `${model.name}|${name}`;
+  let p = profileCache.get(key);
+  if (!p) {
+    p = findGiProfile(model, name);
+    profileCache.set(key, p);
+  }
+  return p;
+}
+
+/** Whether a job fits a resource's memory (N jobs share a time-sliced or MPS GPU's memory). */
+export function fitsOn(job: Pick<JobSpec, 'memoryGiB' | 'workload'>, on: SpeedQuery): boolean {
+  const need = memoryOf(job);
+  if (need === null) return true;
+  if (on.kind === 'instance') return fitsMemory(need, profileOf(on.model, on.profile).memoryGiB);
+  return fitsMemory(need, on.model.memoryGB, on.kind === 'whole' ? 1 : on.jobs);
+}
+
+/** What a policy context is made of besides the model. */
+export interface PolicyContextOptions {
+  /** Seeded random source in [0, 1). */
+  readonly random: () => number;
+  /** Seconds a re-partition takes, for the policy's cost model. */
+  readonly reconfigureSeconds: number;
+  /** Strong scaling (the simulator's, when it has one). */
+  readonly scaling?: ScalingModel;
+  /** The speed table to share with the caller (the simulator runs jobs at the speeds policies see). */
+  readonly speeds?: SpeedTable;
+}
+
+/** The context both clocks hand their policy. */
+export function createPolicyContext(o: PolicyContextOptions): PolicyContext {
+  const speeds = o.speeds ?? new SpeedTable();
+  return {
+    random: o.random,
+    reconfigureSeconds: o.reconfigureSeconds,
+    ...(o.scaling ? { scaling: o.scaling } : {}),
+    speedOn: (job, on) => speeds.of(job, on),
+    fits: (job, on) => fitsOn(job, on),
+  };
+}
