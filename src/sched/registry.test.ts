@@ -45,6 +45,7 @@ describe('the policy registry', () => {
         expect(message(() => parsePolicy(`${entry.name}:`))).toContain(`e.g. ${entry.examples[0]}`);
       } else {
         expect(parsePolicy(entry.name).name).toBe(entry.name);
+        expect(message(() => parsePolicy(`${entry.name}:`))).toContain(`${entry.name} needs ${entry.argument.syntax}`);
       }
     });
 

@@ -42,7 +42,8 @@ export interface PolicyEntry {
   readonly examples: readonly [string, ...string[]];
   /**
    * Builds a fresh policy (policies may keep state across calls, so one per simulation or service).
-   * `arg` is the trimmed text after the first `:`, or null without one. A bad argument is a
+   * `arg` is the trimmed text after the first `:` (never empty), or null without one (only when
+   * the argument is optional, or the entry takes none). A bad argument is a
    * MigpoolError BAD_INPUT saying what is wrong with it; parsePolicy adds the name and the list.
    */
   create(arg: string | null): Policy;
@@ -159,7 +160,7 @@ export function parsePolicy(text: string): Policy {
   const entry = policyEntry(head);
   if (!entry) throw badInput(`unknown policy '${name}': ${validList()}`);
   if (!entry.argument && arg !== null) throw badInput(`policy '${name}': ${head} takes no argument; ${validList()}`);
-  if (entry.argument?.required && (arg === null || arg === '')) {
+  if (entry.argument && (arg === '' || (arg === null && entry.argument.required))) {
     throw badInput(`policy '${name}': ${head} needs ${entry.argument.syntax} (${entry.argument.help}), e.g. ${entry.examples[0]}; ${validList()}`);
   }
   let policy: Policy;
