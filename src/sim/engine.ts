@@ -10,6 +10,7 @@ import { createRandom } from '../random.js';
 import { checkDecision, type CheckLookup } from '../sched/check.js';
 import { createPolicyContext, fitsMemory, memoryOf, profileOf, SpeedTable } from '../sched/context.js';
 import { createEstimator, type Estimator } from './info.js';
+import { askedSpeed, bigJobMetrics, lowerBounds, percentile, slowdownMetrics } from './metrics.js';
 import type { SimMetrics, SimulationInput, SimulationResult, TraceJob } from './types.js';
 
 /**
@@ -203,11 +204,6 @@ function bug(policy: string, now: number, what: string): MigpoolError {
   return new MigpoolError('RUNTIME', `policy '${policy}' made an invalid decision at t=${now}s: ${what} (a bug in the policy)`);
 }
 
-function percentile(sorted: readonly number[], p: number): number {
-  if (sorted.length === 0) return 0;
-  const rank = Math.min(sorted.length, Math.max(1, Math.ceil((p / 100) * sorted.length)));
-  return sorted[rank - 1] as number;
-}
 
 /**
  * Replays `input.jobs` through `input.policy` on `input.fleet`: a discrete-event simulation with a
@@ -833,5 +829,30 @@ export function simulate(input: SimulationInput): SimulationResult {
     const w = Math.max(0, j.status === 'done' ? j.work : j.status === 'running' ? j.progressAt(end) : j.base);
     workDone[j.spec.priority] += w;
   }
-  return { policy: policyName, metrics: { ...metrics, makespanSeconds: makespan, throughputJobsPerHour: makespan > 0 ? (completed * 3600) / makespan : 0 }, byPriority, jcts, timeline, events, workDone };
+  // Judging: slowdowns against each job's run alone on what it asked for, the big jobs' tail,
+  // preemptions, and the trace's offline lower bounds.
+  const slowdowns: number[] = [];
+  let preemptionTotal = 0;
+  let preemptionMax = 0;
+  for (const j of byInputIndex) {
+    preemptionTotal += j.preemptions;
+    preemptionMax = Math.max(preemptionMax, j.preemptions);
+    if (j.status !== 'done') continue;
+    const alone = j.work / askedSpeed(j.spec, input.fleet.gpus, speeds, scaling);
+    slowdowns.push((j.finished - j.spec.arrival) / alone);
+  }
+  return {
+    policy: policyName,
+    metrics: { ...metrics, makespanSeconds: makespan, throughputJobsPerHour: makespan > 0 ? (completed * 3600) / makespan : 0 },
+    byPriority,
+    jcts,
+    timeline,
+    events,
+    workDone,
+    slowdowns,
+    slowdown: slowdownMetrics(slowdowns),
+    bigJobs: bigJobMetrics(byInputIndex.map((j) => ({ gpus: j.spec.gpus, jct: j.status === 'done' ? j.finished - j.spec.arrival : null }))),
+    preemptions: { total: preemptionTotal, maxPerJob: preemptionMax },
+    bounds: lowerBounds(jobs, input.fleet.gpus, speeds, startTime, scaling),
+  };
 }

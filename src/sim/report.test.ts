@@ -25,6 +25,11 @@ function result(policy: string, scale: number): SimulationResult {
     jcts,
     timeline: Array.from({ length: 3000 }, (_, i) => ({ t: i * 10, utilization: (i % 100) / 100, queueLength: i % 17 })),
     events: 4000,
+    slowdowns: jcts.map((j) => 1 + j / 1000),
+    slowdown: { p50: 2, p95: 5, p99: 9 },
+    bigJobs: { count: 10, completed: 10, avgJctSeconds: 5000, p99JctSeconds: 9000 },
+    preemptions: { total: 3, maxPerJob: 1 },
+    bounds: { avgJctSeconds: 500, makespanSeconds: 7000 },
   };
 }
 

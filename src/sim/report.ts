@@ -66,6 +66,34 @@ export function jctCdfSvg(results: readonly SimulationResult[]): string {
   });
 }
 
+/** The share of jobs within each slowdown (JCT over the run alone), one line per policy (log axis). */
+export function slowdownCdfSvg(results: readonly SimulationResult[]): string {
+  return renderSvg({
+    title: { text: 'Slowdown (CDF): JCT over the run alone on what the job asked for', left: 'center', textStyle: { fontSize: 15 } },
+    tooltip: { trigger: 'axis' },
+    xAxis: { type: 'log', name: 'slowdown (x)', nameLocation: 'middle', nameGap: 32, logBase: 10 },
+    yAxis: { type: 'value', name: 'share of jobs', min: 0, max: 1 },
+    series: results.map((r) => {
+      const sorted = r.slowdowns.filter((x) => Number.isFinite(x) && x > 0).sort((a, b) => a - b);
+      const points = sorted.map((x, i) => [x, (i + 1) / sorted.length] as const);
+      return { name: r.policy, type: 'line', step: 'end', showSymbol: false, data: thin(points, MAX_POINTS_PER_LINE).map(([x, y]) => [Number(x.toPrecision(6)), Number(y.toFixed(4))]) };
+    }),
+  });
+}
+
+function judgingTable(results: readonly SimulationResult[]): string {
+  const head = '<tr><th>policy</th><th>p50 slowdown</th><th>p95 slowdown</th><th>p99 slowdown</th><th>big jobs (&ge;4 GPUs)</th><th>big avg JCT</th><th>big p99 JCT</th><th>preemptions</th><th>most per job</th></tr>';
+  const body = results
+    .map(
+      (r) =>
+        `<tr><td>${escapeHtml(r.policy)}</td><td>${r.slowdown.p50.toFixed(2)}</td><td>${r.slowdown.p95.toFixed(2)}</td><td>${r.slowdown.p99.toFixed(2)}</td><td>${r.bigJobs.completed}/${r.bigJobs.count}</td><td>${seconds(r.bigJobs.avgJctSeconds)}</td><td>${seconds(r.bigJobs.p99JctSeconds)}</td><td>${r.preemptions.total}</td><td>${r.preemptions.maxPerJob}</td></tr>`,
+    )
+    .join('\n');
+  const b = results[0]?.bounds;
+  const bounds = b ? `<p class="notes">Offline lower bounds: average JCT ${seconds(b.avgJctSeconds)} (each job alone on its fastest resource), makespan ${seconds(b.makespanSeconds)} (capacity, or the last arrival plus its run).</p>` : '';
+  return `<table>\n<thead>${head}</thead>\n<tbody>\n${body}\n</tbody>\n</table>\n${bounds}`;
+}
+
 function timelineSvg(results: readonly SimulationResult[], title: string, yName: string, value: (s: SimulationResult['timeline'][number]) => number, yMax?: number): string {
   return renderSvg({
     title: { text: title, left: 'center', textStyle: { fontSize: 15 } },
@@ -151,8 +179,11 @@ ${notes.length > 0 ? `<p class="notes">${notes.map(escapeHtml).join('<br>\n')}</
 <h2>Policies</h2>
 ${metricsTable(results.map((r) => ({ label: r.policy, metrics: r.metrics })), 'policy')}
 ${byPriority.length > 0 ? `<h2>Per priority</h2>\n${metricsTable(byPriority, 'policy (priority)')}` : ''}
+<h2>Slowdowns, big jobs, preemptions</h2>
+${judgingTable(results)}
 <h2>Charts</h2>
 <figure>${jctCdfSvg(results)}</figure>
+<figure>${slowdownCdfSvg(results)}</figure>
 <figure>${utilizationSvg(results)}</figure>
 <figure>${queueLengthSvg(results)}</figure>
 <p class="notes">Utilisation: busy compute-slice-seconds over all slice-seconds (a whole GPU counts all its slices). JCT: arrival to completion.</p>

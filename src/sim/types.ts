@@ -1,6 +1,7 @@
 import type { GpuModel } from '../mig/types.js';
 import type { JobSpec, Policy, Priority, ScalingModel } from '../sched/types.js';
 import type { InfoModel } from './info.js';
+import type { BigJobMetrics, Bounds, PreemptionMetrics, SlowdownMetrics } from './metrics.js';
 
 /**
  * A job of a trace: what a policy may know of it (JobSpec, without the estimate) and its true
@@ -81,4 +82,12 @@ export interface SimulationResult {
    * jobs included: divided by the makespan, the cluster's throughput in whole GPUs' worth.
    */
   readonly workDone?: Readonly<Record<Priority, number>>;
+  /** Completed jobs' slowdowns (JCT over the run alone on what each asked for), in job order. */
+  readonly slowdowns: readonly number[];
+  readonly slowdown: SlowdownMetrics;
+  /** Jobs of BIG_JOB_GPUS (4) GPUs or more. */
+  readonly bigJobs: BigJobMetrics;
+  readonly preemptions: PreemptionMetrics;
+  /** The trace's offline lower bounds on this fleet (the same for every policy of a run). */
+  readonly bounds: Bounds;
 }

@@ -6,6 +6,7 @@ import { badInput, MigpoolError } from '../../errors.js';
 import { parsePolicies, policyHelp, POLICY_NAMES } from '../../sched/registry.js';
 import type { Priority } from '../../sched/types.js';
 import { DEFAULT_RECONFIGURE_SECONDS, simulate } from '../../sim/engine.js';
+import { DEFAULT_INFO_MODE, INFO_MODES, parseInfoMode } from '../../sim/info.js';
 import { parseFleet } from '../../sim/fleet.js';
 import { createRandom } from '../../random.js';
 import { simulationReportHtml } from '../../sim/report.js';
@@ -42,7 +43,18 @@ interface SimulateOptions {
   arrivalRate?: string;
   json?: boolean;
   report?: string;
+  info: string;
+  infoSeed?: string;
+  preemptionCost: string;
+  seeds: string;
 }
+
+/**
+ * ASSUMPTION: seconds of progress a preempted job loses when it starts again, by default: a
+ * checkpoint reload and the warm-up of a training job (data loaders, CUDA context, first
+ * iterations) take tens of seconds to minutes. Not measured; the issue that asked for it named 60.
+ */
+export const DEFAULT_PREEMPTION_COST_SECONDS = 60;
 
 /** Jobs of the synthetic trace when --limit does not say. */
 export const DEFAULT_SYNTHETIC_JOBS = 1000;
@@ -153,17 +165,80 @@ function metricsJson(m: SimMetrics): Record<(typeof METRIC_KEYS)[number], number
   return Object.fromEntries(METRIC_KEYS.map((k) => [k, m[k]])) as Record<(typeof METRIC_KEYS)[number], number>;
 }
 
-/** The `--json` shape: the issue's fields per policy, then `byPriority` (each with its `jobs`). */
-export function simulationJson(trace: string, fleet: string, jobs: number, names: readonly string[], results: readonly SimulationResult[]): unknown {
+/** Mean, standard deviation, least and most of some numbers. */
+export interface Spread {
+  readonly mean: number;
+  readonly std: number;
+  readonly min: number;
+  readonly max: number;
+}
+
+export function spreadOf(xs: readonly number[]): Spread {
+  const n = xs.length;
+  if (n === 0) return { mean: 0, std: 0, min: 0, max: 0 };
+  const mean = xs.reduce((s, x) => s + x, 0) / n;
+  const std = Math.sqrt(xs.reduce((s, x) => s + (x - mean) ** 2, 0) / n);
+  return { mean, std, min: Math.min(...xs), max: Math.max(...xs) };
+}
+
+/** What a run's JSON says of itself. */
+interface RunSettings {
+  readonly info: string;
+  readonly preemptionCostSeconds: number;
+  readonly seed: number;
+  readonly seeds: number;
+}
+
+/** The judging figures of one run, flat, for means and spreads. */
+function judged(r: SimulationResult): Record<string, number> {
+  return {
+    ...metricsJson(r.metrics),
+    'slowdown.p50': r.slowdown.p50,
+    'slowdown.p95': r.slowdown.p95,
+    'slowdown.p99': r.slowdown.p99,
+    'bigJobs.count': r.bigJobs.count,
+    'bigJobs.completed': r.bigJobs.completed,
+    'bigJobs.avgJctSeconds': r.bigJobs.avgJctSeconds,
+    'bigJobs.p99JctSeconds': r.bigJobs.p99JctSeconds,
+    'preemptions.total': r.preemptions.total,
+    'preemptions.maxPerJob': r.preemptions.maxPerJob,
+  };
+}
+
+/**
+ * The `--json` shape: per policy the metric fields (means over the seeds), `slowdown`, `bigJobs`,
+ * `preemptions` and `byPriority` (of the first seed), and with several seeds `spread` (mean, std,
+ * min, max of every figure) and `seeds` (each seed's figures); once per run `bounds` (the mean
+ * over seeds of the offline lower bounds) and the settings.
+ */
+export function simulationJson(trace: string, fleet: string, jobs: number, perPolicy: readonly PolicyRuns[], settings: RunSettings): unknown {
+  const firstRuns = perPolicy.map((p) => p.runs[0]).filter((r): r is SimulationResult => r !== undefined);
+  const boundsRuns = perPolicy[0]?.runs ?? [];
   return {
     trace,
     fleet,
     jobs,
-    policies: results.map((r, i) => ({
-      name: names[i] ?? r.policy,
-      ...metricsJson(r.metrics),
-      byPriority: Object.fromEntries((['foreground', 'background'] as const).map((p) => [p, { jobs: r.byPriority[p].jobs, ...metricsJson(r.byPriority[p]) }])) as Record<Priority, unknown>,
-    })),
+    ...settings,
+    bounds: {
+      avgJctSeconds: spreadOf(boundsRuns.map((r) => r.bounds.avgJctSeconds)).mean,
+      makespanSeconds: spreadOf(boundsRuns.map((r) => r.bounds.makespanSeconds)).mean,
+    },
+    policies: perPolicy.map((p, i) => {
+      const flat = p.runs.map(judged);
+      const keys = Object.keys(flat[0] ?? {});
+      const spreads = Object.fromEntries(keys.map((k) => [k, spreadOf(flat.map((f) => f[k] as number))])) as Record<string, Spread>;
+      const mean = (k: string) => spreads[k]?.mean ?? 0;
+      const r = firstRuns[i] as SimulationResult;
+      return {
+        name: p.name,
+        ...Object.fromEntries(METRIC_KEYS.map((k) => [k, mean(k)])),
+        slowdown: { p50: mean('slowdown.p50'), p95: mean('slowdown.p95'), p99: mean('slowdown.p99') },
+        bigJobs: { count: mean('bigJobs.count'), completed: mean('bigJobs.completed'), avgJctSeconds: mean('bigJobs.avgJctSeconds'), p99JctSeconds: mean('bigJobs.p99JctSeconds') },
+        preemptions: { total: mean('preemptions.total'), maxPerJob: Math.max(0, ...flat.map((f) => f['preemptions.maxPerJob'] as number)) },
+        byPriority: Object.fromEntries((['foreground', 'background'] as const).map((pr) => [pr, { jobs: r.byPriority[pr].jobs, ...metricsJson(r.byPriority[pr]) }])) as Record<Priority, unknown>,
+        ...(p.runs.length > 1 ? { spread: spreads, seeds: flat } : {}),
+      };
+    }),
   };
 }
 
@@ -190,15 +265,43 @@ function metricCells(m: SimMetrics): string[] {
   ];
 }
 
-function renderText(title: string, names: readonly string[], results: readonly SimulationResult[]): string {
-  const head = ['POLICY', 'COMPLETED', 'MAKESPAN', 'AVG JCT', 'P50 JCT', 'P95 JCT', 'P99 JCT', 'AVG QUEUE', 'UTIL', 'JOBS/H', 'RECONFIGS'];
-  const rows = results.map((r, i) => [names[i] ?? r.policy, ...metricCells(r.metrics), String(r.metrics.reconfigurations)]);
+function renderText(title: string, perPolicy: readonly PolicyRuns[]): string {
+  const several = perPolicy.some((p) => p.runs.length > 1);
+  const fmt = (xs: readonly number[], f: (v: number) => string): string => {
+    const sp = spreadOf(xs);
+    return several ? `${f(sp.mean)} ±${f(sp.std)}` : f(sp.mean);
+  };
+  const head = ['POLICY', 'COMPLETED', 'MAKESPAN', 'AVG JCT', 'P50 JCT', 'P99 JCT', 'P50 SLOW', 'P99 SLOW', 'BIG P99 JCT', 'PREEMPT (MAX)', 'UTIL', 'RECONFIGS'];
+  const x = (v: number) => `${v.toFixed(2)}x`;
+  const rows = perPolicy.map((p) => {
+    const rs = p.runs;
+    const pick = (f: (r: SimulationResult) => number) => rs.map(f);
+    return [
+      p.name,
+      fmt(pick((r) => r.metrics.completed), (v) => v.toFixed(0)) + `/${rs[0]?.metrics.jobs ?? 0}`,
+      fmt(pick((r) => r.metrics.makespanSeconds), duration),
+      fmt(pick((r) => r.metrics.avgJctSeconds), duration),
+      fmt(pick((r) => r.metrics.p50JctSeconds), duration),
+      fmt(pick((r) => r.metrics.p99JctSeconds), duration),
+      fmt(pick((r) => r.slowdown.p50), x),
+      fmt(pick((r) => r.slowdown.p99), x),
+      rs[0] && rs[0].bigJobs.count > 0 ? fmt(pick((r) => r.bigJobs.p99JctSeconds), duration) : '-',
+      `${fmt(pick((r) => r.preemptions.total), (v) => v.toFixed(0))} (${Math.max(0, ...pick((r) => r.preemptions.maxPerJob))})`,
+      fmt(pick((r) => r.metrics.utilization * 100), (v) => `${v.toFixed(1)}%`),
+      fmt(pick((r) => r.metrics.reconfigurations), (v) => v.toFixed(0)),
+    ];
+  });
   const parts = [title, renderTable(head, rows)];
+  const bounds = perPolicy[0]?.runs ?? [];
+  if (bounds.length > 0) {
+    parts.push(`lower bounds: avg JCT ${fmt(bounds.map((r) => r.bounds.avgJctSeconds), duration)}, makespan ${fmt(bounds.map((r) => r.bounds.makespanSeconds), duration)} (no policy can do better)`);
+  }
+  const results = perPolicy.map((p) => p.runs[0]).filter((r): r is SimulationResult => r !== undefined);
   if (results.some((r) => r.byPriority.background.jobs > 0)) {
     const prioRows = results.flatMap((r, i) =>
-      (['foreground', 'background'] as const).filter((p) => r.byPriority[p].jobs > 0).map((p) => [names[i] ?? r.policy, p, ...metricCells(r.byPriority[p])]),
+      (['foreground', 'background'] as const).filter((pr) => r.byPriority[pr].jobs > 0).map((pr) => [perPolicy[i]?.name ?? r.policy, pr, ...metricCells(r.byPriority[pr])]),
     );
-    parts.push('', 'per priority', renderTable(['POLICY', 'PRIORITY', ...head.slice(1, -1)], prioRows));
+    parts.push('', `per priority${several ? ' (first seed)' : ''}`, renderTable(['POLICY', 'PRIORITY', 'COMPLETED', 'MAKESPAN', 'AVG JCT', 'P50 JCT', 'P95 JCT', 'P99 JCT', 'AVG QUEUE', 'UTIL', 'JOBS/H'], prioRows));
   }
   return parts.join('\n');
 }
@@ -225,60 +328,91 @@ export function registerSimulate(program: Command, io: Io): void {
     .option('--limit <jobs>', 'only the first JOBS jobs by arrival (synthetic: how many to make; default 1000)')
     .option('--reconfigure-seconds <s>', `seconds a MIG re-partition takes (default ${DEFAULT_RECONFIGURE_SECONDS}, an assumption: see src/sim/engine.ts)`)
     .option('--arrival-rate <jobs/h>', 'synthetic and deeppool traces: arrivals per hour (default: one fleet\'s worth of whole-GPU work per hour)')
+    .option('--info <mode>', `what policies learn of job lengths: ${INFO_MODES.join(', ')} (see README, "What a policy knows")`, DEFAULT_INFO_MODE)
+    .option('--info-seed <n>', 'seed of the estimates\' noise (default: the seed)')
+    .option('--preemption-cost <s>', 'seconds of progress a preempted job loses when it starts again', String(DEFAULT_PREEMPTION_COST_SECONDS))
+    .option('--seeds <n>', 'repeat over N seeds (seed, seed+1, ...) and print mean and spread', '1')
     .option('--json', 'print JSON')
     .option('--report <file.html>', 'write an HTML report: the table, JCT distribution, utilisation and queue length over time')
     .addHelpText('after', `\n${policyHelp()}\n\n${traceFormatHelp()}`)
     .action((opts: SimulateOptions) => runSimulate(opts, io));
 }
 
+/** One policy's results over the seeds of a run. */
+interface PolicyRuns {
+  readonly name: string;
+  readonly runs: SimulationResult[];
+}
+
 function runSimulate(opts: SimulateOptions, io: Io): void {
   const seed = wholeNumber(opts.seed, '--seed', 0);
+  const seeds = wholeNumber(opts.seeds, '--seeds', 1);
   const limit = opts.limit === undefined ? undefined : wholeNumber(opts.limit, '--limit', 1);
   const reconfigureSeconds = opts.reconfigureSeconds === undefined ? undefined : nonNegative(opts.reconfigureSeconds, '--reconfigure-seconds');
+  const info = parseInfoMode(opts.info);
+  const infoSeed = opts.infoSeed === undefined ? undefined : wholeNumber(opts.infoSeed, '--info-seed', 0);
+  const preemptionCostSeconds = nonNegative(opts.preemptionCost, '--preemption-cost');
   const fleet = withFlag('--fleet', () => parseFleet(opts.fleet));
   const policies = withFlag('--policies', () => parsePolicies(opts.policies));
   const mix = withFlag('--mix', () => parseMix(opts.mix));
-  const trace = loadTrace(opts, fleet, mix, seed, limit);
-  if (trace.jobs.length === 0) throw badInput(`--trace '${opts.trace}' has no jobs to simulate`);
-  checkProfiles(trace.jobs, fleet);
-  const tooLarge = trace.jobs.filter((j) => j.gpus > fleet.gpus.length).length;
-  if (tooLarge > 0) trace.notes.push(`${tooLarge} jobs ask for more GPUs than the fleet's ${fleet.gpus.length}: they never run`);
-  const sampleEverySeconds = samplePeriod(trace.jobs);
-  // Strong-scaled jobs (the deeppool trace) run at the burst planner's speeds (src/burst/scaling.ts).
-  const scaling = trace.jobs.some((j) => j.strongScaling !== undefined) ? builtInScalingModel() : undefined;
   const names = policies.map((p) => p.name);
   const bar =
     !opts.json && process.stderr.isTTY
-      ? new cliProgress.SingleBar({ format: 'simulate {policy} [{bar}] {percentage}% | policy {n}/{count}', stream: process.stderr }, cliProgress.Presets.shades_classic)
+      ? new cliProgress.SingleBar({ format: 'simulate {policy} [{bar}] {percentage}% | run {n}/{count}', stream: process.stderr }, cliProgress.Presets.shades_classic)
       : null;
-  const results: SimulationResult[] = [];
+  const perPolicy: PolicyRuns[] = names.map((name) => ({ name, runs: [] }));
+  const count = policies.length * seeds;
+  let first: LoadedTrace | null = null;
+  let scaled = false;
   try {
-    bar?.start(policies.length * 1000, 0, { policy: names[0] ?? '', n: 1, count: policies.length });
-    for (const [i, policy] of policies.entries()) {
-      bar?.update(i * 1000, { policy: policy.name, n: i + 1, count: policies.length });
-      results.push(
-        simulate({
-          fleet,
-          jobs: trace.jobs,
-          policy,
-          seed,
-          sampleEverySeconds,
-          ...(reconfigureSeconds === undefined ? {} : { reconfigureSeconds }),
-          ...(scaling ? { scaling } : {}),
-          onProgress: (f) => bar?.update(Math.round((i + f) * 1000), { policy: policy.name, n: i + 1, count: policies.length }),
-        }),
-      );
+    bar?.start(count * 1000, 0, { policy: names[0] ?? '', n: 1, count });
+    for (let k = 0; k < seeds; k++) {
+      const runSeed = seed + k;
+      const trace = loadTrace(opts, fleet, mix, runSeed, limit);
+      if (trace.jobs.length === 0) throw badInput(`--trace '${opts.trace}' has no jobs to simulate`);
+      if (k === 0) {
+        checkProfiles(trace.jobs, fleet);
+        const tooLarge = trace.jobs.filter((j) => j.gpus > fleet.gpus.length).length;
+        if (tooLarge > 0) trace.notes.push(`${tooLarge} jobs ask for more GPUs than the fleet's ${fleet.gpus.length}: they never run`);
+        first = trace;
+      }
+      const sampleEverySeconds = samplePeriod(trace.jobs);
+      // Strong-scaled jobs (the deeppool trace) run at the burst planner's speeds (src/burst/scaling.ts).
+      const scaling = trace.jobs.some((j) => j.strongScaling !== undefined) ? builtInScalingModel() : undefined;
+      scaled ||= scaling !== undefined;
+      for (const [i, name] of names.entries()) {
+        const n = k * policies.length + i;
+        bar?.update(n * 1000, { policy: name, n: n + 1, count });
+        // A fresh policy per run: policies may keep state between calls.
+        const policy = k === 0 ? (policies[i] as Policy) : parsePolicy(name);
+        perPolicy[i]!.runs.push(
+          simulate({
+            fleet,
+            jobs: trace.jobs,
+            policy,
+            seed: runSeed,
+            info: { mode: info, seed: infoSeed === undefined ? runSeed : infoSeed + k },
+            preemptionCostSeconds,
+            sampleEverySeconds,
+            ...(reconfigureSeconds === undefined ? {} : { reconfigureSeconds }),
+            ...(scaling ? { scaling } : {}),
+            onProgress: (f) => bar?.update(Math.round((n + f) * 1000), { policy: name, n: n + 1, count }),
+          }),
+        );
+      }
     }
-    bar?.update(policies.length * 1000);
+    bar?.update(count * 1000);
   } finally {
     bar?.stop();
   }
-  const skipped = trace.skipped.map((s) => `${s.count} ${s.reason}`).join(', ');
+  const trace = first as LoadedTrace;
+  const results = perPolicy.map((p) => p.runs[0] as SimulationResult);
+  const skipped = trace.skipped.map((x) => `${x.count} ${x.reason}`).join(', ');
   const notes = [
-    `seed ${seed}; mix ${formatMix(mix)}${reconfigureSeconds === undefined ? '' : `; re-partitions take ${reconfigureSeconds} s`}`,
+    `seed ${seed}${seeds > 1 ? ` to ${seed + seeds - 1} (${seeds} seeds: mean, and ± the standard deviation)` : ''}; info ${info}${infoSeed === undefined ? '' : ` (seed ${infoSeed})`}; preemption cost ${preemptionCostSeconds} s; mix ${formatMix(mix)}${reconfigureSeconds === undefined ? '' : `; re-partitions take ${reconfigureSeconds} s`}`,
     ...(skipped === '' ? [] : [`rows skipped: ${skipped}`]),
     ...trace.notes,
-    ...(scaling
+    ...(scaled
       ? results.map((r, i) => {
           const w = r.workDone ?? { foreground: 0, background: 0 };
           const span = r.metrics.makespanSeconds;
@@ -289,10 +423,10 @@ function runSimulate(opts: SimulateOptions, io: Io): void {
   ];
   if (opts.report) writeUserFile(opts.report, simulationReportHtml({ trace: opts.trace, fleet: fleet.spec, results, jobs: trace.jobs.length, notes }), '--report');
   if (opts.json) {
-    writeJson(io, simulationJson(opts.trace, fleet.spec, trace.jobs.length, names, results));
+    writeJson(io, simulationJson(opts.trace, fleet.spec, trace.jobs.length, perPolicy, { info, preemptionCostSeconds, seed, seeds }));
     return;
   }
-  io.out(renderText(`${opts.trace} on ${fleet.spec}: ${trace.jobs.length} jobs`, names, results));
+  io.out(renderText(`${opts.trace} on ${fleet.spec}: ${trace.jobs.length} jobs`, perPolicy));
   for (const n of notes) io.err(`note: ${n}`);
   if (opts.report) io.out(`report: ${opts.report}`);
 }
