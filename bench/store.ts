@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
-import { parseJobSpec, type JobSpecInput } from '../src/control/job-spec.js';
+import { parseJobSpec, type JobSpecInput } from '../src/jobs/job-spec.js';
 import { openPostgresStore } from '../src/store/postgres.js';
 import { openSqliteStore } from '../src/store/sqlite.js';
 import type { Store } from '../src/store/types.js';

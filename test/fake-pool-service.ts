@@ -1,6 +1,6 @@
-import { parseJobSpec } from '../src/control/job-spec.js';
+import { parseJobSpec } from '../src/jobs/job-spec.js';
 import { badInput } from '../src/errors.js';
-import type { GpuSnapshot, LogChunk, PoolService, ServiceStats } from '../src/server/service-port.js';
+import type { GpuSnapshot, LogChunk, PoolService, ServiceStats } from '../src/control/service-port.js';
 import { FINAL_STATES, type EventRecord, type EventType, type JobFilter, type JobPlacement, type JobRecord } from '../src/store/types.js';
 
 type Mutable<T> = { -readonly [K in keyof T]: T[K] };

@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { parseJobSpec, type JobSpecInput } from '../src/control/job-spec.js';
+import { parseJobSpec, type JobSpecInput } from '../src/jobs/job-spec.js';
 import { MigpoolError } from '../src/errors.js';
 import type { JobPlacement, JobRecord, Store } from '../src/store/types.js';
 

@@ -1,6 +1,6 @@
 import { badInput, MigpoolError } from '../errors.js';
 import { defaultDataDir, readServerInfo, readToken, tokenPath } from '../server/files.js';
-import type { LogChunk } from '../server/service-port.js';
+import type { LogChunk } from '../control/service-port.js';
 import type { JobFilter, JobRecord } from '../store/types.js';
 
 /** How a client command finds the service: flags, else environment, else the data dir. */

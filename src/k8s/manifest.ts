@@ -5,7 +5,7 @@
 import { badInput } from '../errors.js';
 import { findGiProfile, resolveGpuModel } from '../mig/catalog/index.js';
 import type { GiProfile } from '../mig/types.js';
-import { parseJobSpec, type JobSpecInput } from '../control/job-spec.js';
+import { parseJobSpec, type JobSpecInput } from '../jobs/job-spec.js';
 import { k8sMigResourceName } from '../partition/export.js';
 import { LABEL_PRODUCT, WHOLE_GPU_RESOURCE } from './resources.js';
 

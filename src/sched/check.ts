@@ -1,7 +1,7 @@
 import { countingViolation } from '../mig/geometry.js';
 import type { GiProfile, GpuModel } from '../mig/types.js';
 import { fitsMemory, memoryOf, profileOf } from './context.js';
-import { isInstanceUsable, isSettled } from './policies/common.js';
+import { isInstanceUsable, isSettled, requestedSlices } from './policies/common.js';
 import type { ClusterView, Decision, GpuView, JobSpec } from './types.js';
 
 /**
@@ -28,12 +28,6 @@ export function queueLookup(view: ClusterView): CheckLookup {
   return { queued: (id) => byId.get(id) };
 }
 
-/** Compute slices of the profile a job asked for on `model` (0: none asked, or none of that name). */
-function floorSlices(job: JobSpec, model: GpuModel): number {
-  if (job.profile === null) return 0;
-  return model.giProfiles.find((p) => p.name === job.profile)?.computeSlices ?? 0;
-}
-
 /**
  * Whether a job may run on an instance of `profile`: any profile when it asked for none; exactly
  * its profile when `exactProfile`; else one with at least its profile's compute slices (a floor).
@@ -41,7 +35,7 @@ function floorSlices(job: JobSpec, model: GpuModel): number {
 export function profileAllows(job: JobSpec, model: GpuModel, profile: GiProfile): boolean {
   if (job.profile === null) return true;
   if (job.exactProfile === true) return profile.name === job.profile;
-  return profile.computeSlices >= floorSlices(job, model);
+  return profile.computeSlices >= requestedSlices(job, model);
 }
 
 /** Whether a job may run on whole GPUs (a job bound to an exact profile may not). */

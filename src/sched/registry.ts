@@ -1,87 +1,236 @@
-import { badInput } from '../errors.js';
 import type { Highs } from 'highs';
+import { badInput, MigpoolError } from '../errors.js';
 import { deeppoolPolicy } from './policies/deeppool.js';
 import { dpPolicy } from './policies/dp.js';
 import { exclusivePolicy } from './policies/exclusive.js';
-import { gavelPolicy, parseGavelRound } from './policies/gavel.js';
 import { migpoolPolicy } from './policies/migpool.js';
 import { misoPolicy } from './policies/miso.js';
 import { MAX_SHARERS, sharingPolicy } from './policies/sharing.js';
 import { staticPolicy } from './policies/static.js';
+import { gavelPolicy, parseGavelRound } from './policies/gavel.js';
 import { parseTiresiasThresholds, tiresiasPolicy } from './policies/tiresias.js';
 import type { Policy } from './types.js';
 
-/** The policy names `parsePolicy` accepts, for help texts. */
-export const POLICY_NAMES: readonly string[] = ['exclusive', 'timeslice:N', 'mps:N', 'static:LAYOUT', 'miso', 'migpool', 'dp', 'deeppool', 'tiresias[:T1,T2,...]', 'gavel[:SECONDS]'];
+/** What a policy's argument (the text after `name:`) looks like. */
+export interface PolicyArgument {
+  /** Its placeholder in help texts (`N`, `LAYOUT`, `T1,T2,...`). */
+  readonly syntax: string;
+  /** What it means, for help texts and errors (`jobs per GPU, 1 to 48`). */
+  readonly help: string;
+  /** Whether the bare name is an error (`timeslice` alone) or takes a default (`tiresias`). */
+  readonly required: boolean;
+  /**
+   * Whether it is itself a comma-separated list (`tiresias:3250,7200`): in a list of policies the
+   * pieces after it that name no policy are its own.
+   */
+  readonly list?: boolean;
+}
 
-const VALID = `valid policies: ${POLICY_NAMES.join(', ')} (N: 1 to ${MAX_SHARERS} jobs per GPU; LAYOUT: e.g. 7x1g.5gb or 3g.20gb+2g.10gb+1g.5gb+1g.5gb; T1,T2,...: queue thresholds in GPU-seconds, default 3250,7200; SECONDS: round length, default 360)`;
+/**
+ * One scheduling policy as users name it. The CLI help, the registry test and the policy contract
+ * suite (policy-contract.test.ts) iterate POLICIES, so a policy registered here is listed,
+ * parsed and checked everywhere; a new policy is its file(s) under policies/ and one entry below.
+ */
+export interface PolicyEntry {
+  /** The keyword users type, lower case (`timeslice`); matched case-insensitively. */
+  readonly name: string;
+  /** Its argument; absent when it takes none (`exclusive:2` is then an error). */
+  readonly argument?: PolicyArgument;
+  /** One line for help texts: what it does, and its source when it is a peer's. */
+  readonly help: string;
+  /**
+   * Full names to try it with (`timeslice:2`), at least one: the first is the example help and
+   * errors show; the contract suite runs every one.
+   */
+  readonly examples: readonly [string, ...string[]];
+  /**
+   * Builds a fresh policy (policies may keep state across calls, so one per simulation or service).
+   * `arg` is the trimmed text after the first `:` (never empty), or null without one (only when
+   * the argument is optional, or the entry takes none). A bad argument is a
+   * MigpoolError BAD_INPUT saying what is wrong with it; parsePolicy adds the name and the list.
+   */
+  create(arg: string | null, deps: PolicyDeps): Policy;
+}
 
-/** What some policies need from outside the scheduling core: the HiGHS runtime (src/exec/highs.ts). */
+/** What some policies need from outside the scheduling core: the HiGHS runtime (src/exec/highs.ts loads it). */
 export interface PolicyDeps {
   readonly highs?: Highs;
 }
 
+/** A sharing count `N` (1 to MAX_SHARERS), or a BAD_INPUT error naming the policy. */
+function sharers(head: 'timeslice' | 'mps', arg: string): number {
+  const n = /^\d+$/.test(arg) ? Number(arg) : NaN;
+  if (!Number.isInteger(n) || n < 1 || n > MAX_SHARERS) throw badInput(`${head} needs a number of jobs per GPU from 1 to ${MAX_SHARERS} (e.g. ${head}:2), got '${arg}'`);
+  return n;
+}
+
+const SHARERS: PolicyArgument = { syntax: 'N', help: `jobs per GPU, 1 to ${MAX_SHARERS}`, required: true };
+
+/** Every policy, in the order help lists them. */
+export const POLICIES: readonly PolicyEntry[] = [
+  {
+    name: 'exclusive',
+    help: 'whole GPUs, MIG off, one job per GPU; first come first served with EASY backfilling (what most clusters do)',
+    examples: ['exclusive'],
+    create: () => exclusivePolicy(),
+  },
+  {
+    name: 'timeslice',
+    argument: SHARERS,
+    help: 'MIG off; up to N jobs take turns on a GPU (CUDA time-slicing)',
+    examples: ['timeslice:2'],
+    create: (arg) => sharingPolicy('timeslice', sharers('timeslice', arg ?? '')),
+  },
+  {
+    name: 'mps',
+    argument: SHARERS,
+    help: 'MIG off; up to N jobs run side by side on a GPU (CUDA MPS)',
+    examples: ['mps:3'],
+    create: (arg) => sharingPolicy('mps', sharers('mps', arg ?? '')),
+  },
+  {
+    name: 'static',
+    argument: { syntax: 'LAYOUT', help: 'MIG instances of every GPU, e.g. 7x1g.5gb or 3g.20gb+2g.10gb+1g.5gb+1g.5gb', required: true },
+    help: 'every GPU keeps one MIG layout; each job takes the idle instance that suits it best',
+    examples: ['static:7x1g.5gb', 'static:3g.20gb+2g.10gb+1g.5gb+1g.5gb'],
+    create: (arg) => staticPolicy(arg ?? ''),
+  },
+  {
+    name: 'miso',
+    help: 'MISO (Li et al., SoCC 2022): every GPU in MIG mode, re-partitioned for the speeds of its jobs',
+    examples: ['miso'],
+    create: () => misoPolicy(),
+  },
+  {
+    name: 'migpool',
+    help: "migpool's own: MIG slices, whole GPUs or shared GPUs per job, re-partitioning as the queue changes",
+    examples: ['migpool'],
+    create: () => migpoolPolicy(),
+  },
+  {
+    name: 'dp',
+    help: "DeepPool's baseline (Park et al., MLSys 2022): foreground jobs first, strong-scaled ones data-parallel",
+    examples: ['dp'],
+    create: () => dpPolicy(),
+  },
+  {
+    name: 'deeppool',
+    help: 'DeepPool (Park et al., MLSys 2022): burst-parallel foreground jobs, background jobs in their idle GPU time',
+    examples: ['deeppool'],
+    create: () => deeppoolPolicy(),
+  },
+  {
+    name: 'tiresias',
+    argument: { syntax: 'T1,T2,...', help: 'queue thresholds in GPU-seconds (default 3250,7200, as the reference dlas-gpu)', required: false, list: true },
+    help: 'Tiresias (Gu et al., NSDI 2019): discretised 2D-LAS over attained GPU-seconds, preemptive, whole GPUs; never reads job lengths',
+    examples: ['tiresias', 'tiresias:3250,7200'],
+    create: (arg) => (arg === null ? tiresiasPolicy() : tiresiasPolicy(parseTiresiasThresholds(arg, `tiresias:${arg}`))),
+  },
+  {
+    name: 'gavel',
+    argument: { syntax: 'SECONDS', help: 'round length in seconds (default 360, as Gavel)', required: false },
+    help: "Gavel's max-min fairness (Narayanan et al., OSDI 2020): heterogeneity-aware shares realised in rounds; never reads job lengths",
+    examples: ['gavel', 'gavel:720'],
+    create: (arg, deps) => gavelPolicy({ ...(arg === null ? {} : { roundSeconds: parseGavelRound(arg, `gavel:${arg}`) }), ...(deps.highs ? { highs: deps.highs } : {}) }),
+  },
+];
+
+/** How a policy is written in help texts: `exclusive`, `timeslice:N`, `tiresias[:T1,T2,...]`. */
+export function policySyntax(entry: PolicyEntry): string {
+  if (!entry.argument) return entry.name;
+  return entry.argument.required ? `${entry.name}:${entry.argument.syntax}` : `${entry.name}[:${entry.argument.syntax}]`;
+}
+
+/** The policies as `parsePolicy` accepts them, for help texts (`timeslice:N`, `static:LAYOUT`, ...). */
+export const POLICY_NAMES: readonly string[] = POLICIES.map(policySyntax);
+
+/** The valid names and what their arguments mean, on one line (appended to every error). */
+function validList(): string {
+  const args = new Map<string, string>();
+  for (const e of POLICIES) if (e.argument && !args.has(e.argument.syntax)) args.set(e.argument.syntax, e.argument.help);
+  const meaning = [...args].map(([syntax, help]) => `${syntax}: ${help}`).join('; ');
+  return `valid policies: ${POLICY_NAMES.join(', ')}${meaning === '' ? '' : ` (${meaning})`}`;
+}
+
+/** The registered policies, one per line (`  timeslice:N   MIG off; ...`), for `--help`. */
+export function policyHelp(): string {
+  const width = Math.max(...POLICY_NAMES.map((n) => n.length));
+  const lines = POLICIES.map((e) => {
+    const arg = e.argument ? `; ${e.argument.syntax}: ${e.argument.help}` : '';
+    return `  ${policySyntax(e).padEnd(width)}  ${e.help}${arg}`;
+  });
+  return `Policies:\n${lines.join('\n')}`;
+}
+
+/** The entry a policy name's keyword (before any `:`) stands for, or undefined. */
+export function policyEntry(keyword: string): PolicyEntry | undefined {
+  const k = keyword.trim().toLowerCase();
+  return POLICIES.find((e) => e.name === k);
+}
+
 /**
- * The policy a name stands for: `exclusive`, `timeslice:N`, `mps:N` (N jobs per GPU at most),
- * `static:LAYOUT`, `miso`, `migpool`, `dp`, `deeppool` (case-insensitive keywords; the last two
- * schedule strong-scaled foreground jobs data-parallel or burst-parallel, see policies/dp.ts),
- * `tiresias` or `tiresias:T1,T2,...` (discretised 2D-LAS with these queue thresholds, GPU-seconds),
- * `gavel` or `gavel:SECONDS` (Gavel's max-min fairness in rounds of SECONDS; `deps.highs` is
- * needed on fleets of several GPU models).
- * The policy's `name` is the text as given (trimmed), so that reports show what the user wrote.
- * Unknown names and bad arguments are BAD_INPUT errors listing the valid names.
+ * The policy a name stands for: an entry's keyword (case-insensitive), with `:ARGUMENT` where it
+ * takes one (see POLICIES, or `migpool simulate --help`). The policy's `name` is the text as given
+ * (trimmed), so that reports show what the user wrote. Unknown names and bad arguments are
+ * one-line BAD_INPUT errors listing the valid names.
  */
 export function parsePolicy(text: string, deps: PolicyDeps = {}): Policy {
   const name = text.trim();
   const colon = name.indexOf(':');
   const head = (colon < 0 ? name : name.slice(0, colon)).toLowerCase();
   const arg = colon < 0 ? null : name.slice(colon + 1).trim();
-  const named = (p: Policy): Policy => (p.name === name ? p : { name, decide: (view, ctx) => p.decide(view, ctx) });
-  switch (head) {
-    case 'exclusive':
-    case 'miso':
-    case 'migpool':
-      if (arg !== null) throw badInput(`policy '${name}': ${head} takes no argument; ${VALID}`);
-      return named(head === 'exclusive' ? exclusivePolicy() : head === 'miso' ? misoPolicy() : migpoolPolicy());
-    case 'dp':
-    case 'deeppool':
-      if (arg !== null) throw badInput(`policy '${name}': ${head} takes no argument; ${VALID}`);
-      return named(head === 'dp' ? dpPolicy() : deeppoolPolicy());
-    case 'timeslice':
-    case 'mps': {
-      const n = arg === null || !/^\d+$/.test(arg) ? NaN : Number(arg);
-      if (!Number.isInteger(n) || n < 1 || n > MAX_SHARERS) throw badInput(`policy '${name}': ${head} needs a number of jobs per GPU from 1 to ${MAX_SHARERS} (e.g. ${head}:2); ${VALID}`);
-      return sharingPolicy(head, n, name);
-    }
-    case 'tiresias':
-      return tiresiasPolicy(arg === null ? undefined : parseTiresiasThresholds(arg, name), name);
-    case 'gavel':
-      return gavelPolicy({ name, ...(arg === null ? {} : { roundSeconds: parseGavelRound(arg, name) }), ...(deps.highs ? { highs: deps.highs } : {}) });
-    case 'static':
-      if (arg === null || arg === '') throw badInput(`policy '${name}': static needs a layout (e.g. static:7x1g.5gb); ${VALID}`);
-      return staticPolicy(arg, name);
-    default:
-      throw badInput(`unknown policy '${name}': ${VALID}`);
+  const entry = policyEntry(head);
+  if (!entry) throw badInput(`unknown policy '${name}': ${validList()}`);
+  if (!entry.argument && arg !== null) throw badInput(`policy '${name}': ${head} takes no argument; ${validList()}`);
+  if (entry.argument && (arg === '' || (arg === null && entry.argument.required))) {
+    throw badInput(`policy '${name}': ${head} needs ${entry.argument.syntax} (${entry.argument.help}), e.g. ${entry.examples[0]}; ${validList()}`);
   }
+  let policy: Policy;
+  try {
+    policy = entry.create(arg, deps);
+  } catch (e) {
+    if (e instanceof MigpoolError && e.code === 'BAD_INPUT') throw badInput(`policy '${name}': ${e.message}; ${validList()}`, e.details);
+    throw e;
+  }
+  return policy.name === name ? policy : renamed(policy, name);
+}
+
+/** The policy under another name (what the user wrote), with all it offers. */
+function renamed(policy: Policy, name: string): Policy {
+  const wakeAt = policy.wakeAt;
+  return { name, decide: (view, ctx) => policy.decide(view, ctx), ...(wakeAt ? { wakeAt: (view) => wakeAt.call(policy, view) } : {}) };
 }
 
 /**
- * Splits a comma-separated list of policy names; an item that starts with a digit continues the
- * argument of the name before it (`tiresias:3250,7200,exclusive` is two policies).
+ * The policy names in a comma-separated list, as written (trimmed). After a policy whose argument
+ * is a list (PolicyArgument.list), the pieces that name no entry continue that argument
+ * (`tiresias:3250,7200,migpool` is two names). Empty pieces stay, for the caller to reject.
  */
-export function splitPolicyList(list: string): string[] {
-  const out: string[] = [];
-  for (const part of list.split(',')) {
-    const s = part.trim();
-    if (/^\d/.test(s) && out.length > 0 && (out[out.length - 1] as string).includes(':')) out[out.length - 1] += `,${s}`;
-    else out.push(s);
+export function splitPolicyNames(list: string, entries: readonly PolicyEntry[] = POLICIES): string[] {
+  const entryOf = (keyword: string) => entries.find((e) => e.name === keyword.trim().toLowerCase());
+  const names: string[] = [];
+  for (const piece of list.split(',').map((s) => s.trim())) {
+    const last = names.at(-1);
+    const colon = last?.indexOf(':') ?? -1;
+    const open = last !== undefined && colon >= 0 && entryOf(last.slice(0, colon))?.argument?.list === true;
+    if (open && piece !== '' && !entryOf(piece.split(':')[0] ?? '')) names[names.length - 1] = `${last},${piece}`;
+    else names.push(piece);
   }
-  return out;
+  return names;
 }
 
-/** Parses a comma-separated list of policies (`exclusive,timeslice:2,static:7x1g.5gb`). */
+/**
+ * Parses a comma-separated list of policies (`exclusive,timeslice:2,static:7x1g.5gb`), each named
+ * once; a list argument keeps its commas (see splitPolicyNames).
+ */
 export function parsePolicies(list: string, deps: PolicyDeps = {}): Policy[] {
-  const names = splitPolicyList(list).filter((s) => s !== '');
-  if (names.length === 0) throw badInput(`no policy given: ${VALID}`);
+  const names = splitPolicyNames(list);
+  if (names.every((n) => n === '')) throw badInput(`no policy given: ${validList()}`);
+  if (names.some((n) => n === '')) throw badInput(`'${list}' has an empty name: write e.g. exclusive,static:7x1g.5gb,migpool`);
+  const twice = names.find((n, i) => names.indexOf(n) !== i);
+  if (twice !== undefined) throw badInput(`'${twice}' is named twice`);
   return names.map((n) => parsePolicy(n, deps));
 }
+
+/** Alias of splitPolicyNames. */
+export const splitPolicyList = splitPolicyNames;

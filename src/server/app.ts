@@ -2,7 +2,7 @@ import { readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify';
 import YAML from 'yaml';
-import { parseJobSpec } from '../control/job-spec.js';
+import { parseJobSpec } from '../jobs/job-spec.js';
 import { MigpoolError } from '../errors.js';
 import { JOB_STATES, type JobFilter, type JobState } from '../store/types.js';
 import { bearerChecker, MUTATING_METHODS, redactToken } from './auth.js';
@@ -25,7 +25,7 @@ import {
   logQuerySchema,
   statsSchema,
 } from './schemas.js';
-import type { PoolService } from './service-port.js';
+import type { PoolService } from '../control/service-port.js';
 
 /** Options of {@link buildServer}. */
 export interface ServerOptions {

@@ -1,6 +1,6 @@
 import type { ServerResponse } from 'node:http';
 import type { EventRecord } from '../store/types.js';
-import type { PoolService } from './service-port.js';
+import type { PoolService } from '../control/service-port.js';
 
 /** Options of {@link streamEvents}. */
 export interface EventStreamOptions {

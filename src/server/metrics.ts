@@ -1,5 +1,5 @@
 import { collectDefaultMetrics, Counter, Gauge, Registry } from 'prom-client';
-import type { PoolService, ServiceStats } from './service-port.js';
+import type { PoolService, ServiceStats } from '../control/service-port.js';
 
 /**
  * The service's Prometheus metrics, in a registry of their own (never prom-client's global one, so

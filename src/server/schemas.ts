@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { jobSpecSchema } from '../control/job-spec.js';
+import { jobSpecSchema } from '../jobs/job-spec.js';
 import { JOB_STATES } from '../store/types.js';
 
 /**

@@ -1,5 +1,5 @@
 import pg from 'pg';
-import type { JobSpecInput } from '../control/job-spec.js';
+import type { JobSpecInput } from '../jobs/job-spec.js';
 import { badInput, MigpoolError } from '../errors.js';
 import { migrationFailed, pendingMigrations, type Migration } from './migration.js';
 import { POSTGRES_MIGRATIONS } from './postgres-schema.js';

@@ -1,4 +1,4 @@
-import type { JobSpecInput } from '../control/job-spec.js';
+import type { JobSpecInput } from '../jobs/job-spec.js';
 import { badInput, type MigpoolError } from '../errors.js';
 import { JOB_STATES, type EventRecord, type JobFilter, type JobPatch, type JobRecord, type JobState, type NewEvent } from './types.js';
 

@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { parseJobSpec } from '../control/job-spec.js';
+import { parseJobSpec } from '../jobs/job-spec.js';
 import { MigpoolError } from '../errors.js';
 import { storeConformance } from '../../test/store-conformance.js';
 import type { Migration } from './migration.js';

@@ -1,5 +1,5 @@
 import Database from 'better-sqlite3';
-import type { JobSpecInput } from '../control/job-spec.js';
+import type { JobSpecInput } from '../jobs/job-spec.js';
 import { MigpoolError } from '../errors.js';
 import { migrationFailed, pendingMigrations, type Migration } from './migration.js';
 import {

@@ -1,4 +1,4 @@
-import type { JobSpecInput } from '../control/job-spec.js';
+import type { JobSpecInput } from '../jobs/job-spec.js';
 
 /**
  * The store port: where `migpool serve` keeps its queue, its jobs' history and its events, so that

@@ -1,5 +1,4 @@
-import { existsSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import { ACTIVATION_BYTES, DEFAULT_AMPLIFICATION, DEFAULT_NETWORK, PARAM_BYTES } from '../../burst/cost.js';
 import { COST_MODELS, resolveCostModel } from '../../burst/cost-models.js';
@@ -20,24 +19,8 @@ import type { TraceJob } from '../../sim/types.js';
 import { simulate } from '../../sim/engine.js';
 import { parseFleet } from '../../sim/fleet.js';
 import { writeJson, type Io } from '../io.js';
+import { loadBuiltInModel } from '../package-data.js';
 import { renderTable } from '../table.js';
-import { packageRoot } from './simulate.js';
-
-/** A built-in model, read from the package's data/deeppool/. */
-export function loadBuiltInModel(name: string): ModelGraph {
-  const m = resolveBuiltInModel(name);
-  const file = join(packageRoot(), 'data', 'deeppool', m.file);
-  if (!existsSync(file)) throw new MigpoolError('RUNTIME', `profile data missing: ${file} is not there (this install lacks data/deeppool); pass --profile FILE instead`);
-  return builtInModel(m, readFileSync(file, 'utf8'));
-}
-
-/** The scaling model of the simulator over the built-in models (all of them, read once). */
-export function builtInScalingModel(options?: ScalingOptions): ScalingModel {
-  return createScalingModel(
-    BUILT_IN_MODELS.map((m) => loadBuiltInModel(m.name)),
-    options,
-  );
-}
 
 /** A model from `--profile FILE`: migpool's JSON (see profile-json.ts) or a DeepPool per-layer profile. */
 function loadProfile(file: string): ModelGraph {

@@ -1,7 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import type { Command } from 'commander';
 import YAML from 'yaml';
-import { parseJobSpec } from '../../control/job-spec.js';
+import { parseJobSpec } from '../../jobs/job-spec.js';
 import { badInput, MigpoolError } from '../../errors.js';
 import { FINAL_STATES, JOB_STATES, type JobPlacement, type JobRecord, type JobState } from '../../store/types.js';
 import { ServiceClient, type ConnectOptions } from '../client.js';

@@ -8,6 +8,7 @@ import { splitCommandLine } from '../../exec/argv.js';
 import { resolveGpuModel } from '../../mig/catalog/index.js';
 import { predict } from '../../perf/model.js';
 import { resolveWorkload } from '../../perf/workloads.js';
+import { policyHelp, POLICY_NAMES } from '../../sched/registry.js';
 import type { JobRecord } from '../../store/types.js';
 import { defaultDataDir } from '../../server/files.js';
 import { writeJson, type Io } from '../io.js';
@@ -53,7 +54,7 @@ export function registerServe(program: Command, io: Io): void {
     .description('run the GPU pool as a service: persistent queue, live scheduling onto MIG slices, HTTP API, dashboard and /metrics')
     .option('--data-dir <dir>', 'where the queue, logs and token live (default $MIGPOOL_DATA_DIR or ~/.local/share/migpool)')
     .option('--listen <host:port>', 'address of the API and dashboard (loopback unless told otherwise)', '127.0.0.1:7070')
-    .option('--policy <name>', 'scheduling policy (as in `migpool simulate`)', 'migpool')
+    .option('--policy <name>', `scheduling policy (as in \`migpool simulate\`): ${POLICY_NAMES.join(', ')} (see below)`, 'migpool')
     .option('--simulate <spec>', 'simulated GPUs instead of nvidia-smi, e.g. 2xA100-SXM4-40GB (kept in the data dir)')
     .option('--database <url>', 'postgres://user:pass@host/db to keep state in PostgreSQL instead of SQLite in the data dir')
     .option('--executor <kind>', 'local (processes on this machine) or slurm (each attempt submitted with sbatch)', 'local')
@@ -62,6 +63,7 @@ export function registerServe(program: Command, io: Io): void {
     .option('--slurm-cpus-per-slice <n>', 'slurm executor: --cpus-per-task per compute slice of the job (a whole GPU counts 7); a job may set MIGPOOL_SLURM_CPUS', '2')
     .option('--slurm-mem-per-slice <MiB>', 'slurm executor: --mem in MiB per compute slice (0: no --mem); a job may set MIGPOOL_SLURM_MEM', '8192')
     .option('--sbatch-args <words>', "slurm executor: more sbatch arguments, e.g. '--partition gpu --account ml' (split as a shell would, never run by one)")
+    .addHelpText('after', `\n${policyHelp()}`)
     .action(async (f: ServeFlags) => {
       const dataDir = f.dataDir ?? defaultDataDir();
       if (f.executor !== 'local' && f.executor !== 'slurm') throw badInput(`--executor '${f.executor}': use local or slurm`);
@@ -105,9 +107,10 @@ export function registerDemo(program: Command, io: Io): void {
     .option('--jobs <n>', 'jobs to submit', '16')
     .option('--seconds <s>', 'seconds a small job takes alone on a whole GPU (medium 2x, large 3x)', '20')
     .option('--listen <host:port>', 'address of the dashboard (port 0: any free port)', '127.0.0.1:0')
-    .option('--policy <name>', 'scheduling policy', 'migpool')
+    .option('--policy <name>', `scheduling policy: ${POLICY_NAMES.join(', ')} (see below)`, 'migpool')
     .option('--exit-when-done', 'stop once every job has ended, and print a summary')
     .option('--json', 'with --exit-when-done: the summary as JSON')
+    .addHelpText('after', `\n${policyHelp()}`)
     .action(async (f: DemoFlags) => {
       const count = Number(f.jobs);
       const seconds = Number(f.seconds);

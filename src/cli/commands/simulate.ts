@@ -1,11 +1,10 @@
 import { existsSync, readFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import type { Command } from 'commander';
 import cliProgress from 'cli-progress';
 import { badInput, MigpoolError } from '../../errors.js';
 import { loadHighs } from '../../exec/highs.js';
-import { parsePolicy, POLICY_NAMES, splitPolicyList, type PolicyDeps } from '../../sched/registry.js';
+import { parsePolicies, parsePolicy, policyHelp, POLICY_NAMES } from '../../sched/registry.js';
 import type { Policy, Priority } from '../../sched/types.js';
 import { DEFAULT_RECONFIGURE_SECONDS, simulate } from '../../sim/engine.js';
 import { DEFAULT_INFO_MODE, INFO_MODES, parseInfoMode } from '../../sim/info.js';
@@ -16,22 +15,23 @@ import {
   DEFAULT_MIX_SPEC,
   DEFAULT_MULTI_GPU_SIZES,
   deepPoolTrace,
-  detectTraceFormat,
   meanDeepPoolJobGpuSeconds,
   formatMix,
   meanJobGpuSeconds,
-  parseJobsCsv,
   parseMix,
   readAlibabaTrace,
   readPhillyTrace,
   syntheticTrace,
+  TRACE_FORMATS,
+  traceFormatHelp,
+  traceFormatOf,
   type SkippedRows,
   type WorkloadMix,
 } from '../../sim/traces/index.js';
 import type { Fleet, SimMetrics, SimulationResult, TraceJob } from '../../sim/types.js';
 import { writeJson, writeUserFile, type Io } from '../io.js';
 import { renderTable } from '../table.js';
-import { builtInScalingModel } from './burst.js';
+import { builtInScalingModel, packageRoot } from '../package-data.js';
 
 interface SimulateOptions {
   trace: string;
@@ -66,27 +66,6 @@ export const BUILT_IN_TRACES = {
   alibaba: 'alibaba-v2023/openb_pod_list_default.csv',
 } as const;
 
-/**
- * The package's root directory: the nearest ancestor of this module holding migpool's
- * package.json (the checkout, or the installed package), whether this runs from src/ or dist/.
- */
-export function packageRoot(): string {
-  let dir = dirname(fileURLToPath(import.meta.url));
-  for (;;) {
-    const manifest = join(dir, 'package.json');
-    if (existsSync(manifest)) {
-      try {
-        if ((JSON.parse(readFileSync(manifest, 'utf8')) as { name?: unknown }).name === 'migpool') return dir;
-      } catch {
-        // Not a readable manifest: keep looking.
-      }
-    }
-    const parent = dirname(dir);
-    if (parent === dir) throw new MigpoolError('RUNTIME', `cannot find migpool's package root above ${fileURLToPath(import.meta.url)}`);
-    dir = parent;
-  }
-}
-
 function builtInTraceText(path: string): string {
   const file = join(packageRoot(), 'data', 'traces', path);
   if (!existsSync(file)) throw new MigpoolError('RUNTIME', `trace data missing: ${file} is not there (this install lacks data/traces); pass the trace as a FILE instead`);
@@ -102,15 +81,6 @@ function nonNegative(value: string, flag: string, positive = false): number {
   const n = Number(value);
   if (value.trim() === '' || !Number.isFinite(n) || n < 0 || (positive && n === 0)) throw badInput(`${flag} must be a ${positive ? 'positive' : 'non-negative'} number, got '${value}'`);
   return n;
-}
-
-/** Parses `--policies`: comma-separated names, each once, each one the registry knows. */
-function parsePolicies(list: string, deps: PolicyDeps): Policy[] {
-  const names = splitPolicyList(list);
-  if (names.length === 0 || names.some((n) => n === '')) throw badInput(`'${list}' has an empty name: write e.g. exclusive,static:7x1g.5gb,migpool`);
-  const twice = names.find((n, i) => names.indexOf(n) !== i);
-  if (twice !== undefined) throw badInput(`'${twice}' is named twice`);
-  return names.map((n) => parsePolicy(n, deps));
 }
 
 function withFlag<T>(flag: string, f: () => T): T {
@@ -164,16 +134,9 @@ function loadTrace(opts: SimulateOptions, fleet: Fleet, mix: WorkloadMix, seed: 
   if (opts.arrivalRate !== undefined) throw badInput('--arrival-rate is for --trace synthetic or deeppool only');
   if (!existsSync(opts.trace)) throw badInput(`--trace '${opts.trace}': no such file; use philly, alibaba, synthetic, deeppool or a CSV file (header arrival,workload,gpus,duration)`);
   const text = readFileSync(opts.trace, 'utf8');
-  switch (detectTraceFormat(text)) {
-    case 'philly':
-      return philly(text, opts.trace);
-    case 'alibaba':
-      return alibaba(text, opts.trace);
-    case 'jobs-csv': {
-      const jobs = parseJobsCsv(text, opts.trace);
-      return { jobs: limit === undefined ? jobs : jobs.slice(0, limit), skipped: [], notes };
-    }
-  }
+  const format = traceFormatOf(text);
+  if (format.name === 'alibaba') return alibaba(text, opts.trace);
+  return { ...format.read(text, { random, mix, gpuModel: model, file: opts.trace, ...(limit === undefined ? {} : { limit }) }), notes };
 }
 
 /** Every job's profile must exist on some GPU of the fleet. */
@@ -357,10 +320,10 @@ export function registerSimulate(program: Command, io: Io): void {
     .description('replay a job trace through scheduling policies on a simulated fleet and compare them')
     .requiredOption(
       '--trace <trace>',
-      'philly, alibaba, synthetic, deeppool (strong-scaled VGG-16/WRN/Inception foreground jobs on 8+ GPUs and single-GPU background jobs: compare --policies dp,deeppool), or a CSV file (arrival,workload,gpus,duration[,priority,memory,profile,id], or a Philly or Alibaba trace file)',
+      `philly, alibaba, synthetic, deeppool (strong-scaled VGG-16/WRN/Inception foreground jobs on 8+ GPUs and single-GPU background jobs: compare --policies dp,deeppool), or a CSV file in any format below (${TRACE_FORMATS.map((f) => f.name).join(', ')})`,
     )
     .requiredOption('--fleet <spec>', 'GPUs by model, e.g. 64xA100-SXM4-40GB or 32xA100-40GB,8xH100-80GB')
-    .requiredOption('--policies <list>', `comma-separated: ${POLICY_NAMES.join(', ')}`)
+    .requiredOption('--policies <list>', `comma-separated, each once: ${POLICY_NAMES.join(', ')} (see below)`)
     .option('--mix <mix>', 'workloads of single-GPU jobs and their shares', DEFAULT_MIX_SPEC)
     .option('--seed <n>', 'seed of the workload draws, the synthetic trace and the policies', '1')
     .option('--limit <jobs>', 'only the first JOBS jobs by arrival (synthetic: how many to make; default 1000)')
@@ -372,6 +335,7 @@ export function registerSimulate(program: Command, io: Io): void {
     .option('--seeds <n>', 'repeat over N seeds (seed, seed+1, ...) and print mean and spread', '1')
     .option('--json', 'print JSON')
     .option('--report <file.html>', 'write an HTML report: the table, JCT distribution, utilisation and queue length over time')
+    .addHelpText('after', `\n${policyHelp()}\n\n${traceFormatHelp()}`)
     .action((opts: SimulateOptions) => runSimulate(opts, io));
 }
 

@@ -4,9 +4,10 @@ import { simulate } from '../../sim/engine.js';
 import { parseFleet } from '../../sim/fleet.js';
 import { createRandom } from '../../random.js';
 import { parsePolicy } from '../registry.js';
-import type { ClusterView, Policy } from '../types.js';
+import type { ClusterView, JobSpec, Policy } from '../types.js';
 import type { TraceJob } from '../../sim/types.js';
-import { Picker } from './common.js';
+import { GPU_MODELS, resolveGpuModel } from '../../mig/catalog/index.js';
+import { Picker, requestedSlices } from './common.js';
 
 /** The same policy seeing a plain view, without the simulator's index. */
 function withoutIndex(policy: Policy): Policy {
@@ -20,6 +21,17 @@ function withoutIndex(policy: Policy): Policy {
 }
 
 describe('policy helpers', () => {
+  it('requestedSlices: the profile\'s compute slices, on any model (a name says them)', () => {
+    for (const g of GPU_MODELS) for (const p of g.giProfiles) expect(p.name.startsWith(`${p.computeSlices}g.`), `${g.name} ${p.name}`).toBe(true);
+    const job = (profile: string | null): JobSpec => ({ id: 'a', workload: resolveWorkload('small'), gpus: 1, priority: 'foreground', arrival: 0, estimate: 1, memoryGiB: null, profile });
+    const a100 = resolveGpuModel('A100-40GB');
+    const h100 = resolveGpuModel('H100-80GB');
+    expect(requestedSlices(job(null), a100)).toBe(0);
+    expect(requestedSlices(job('3g.20gb'), a100)).toBe(3);
+    expect(requestedSlices(job('3g.20gb'), h100)).toBe(3);
+    expect(requestedSlices(job('1g.5gb+me'), h100)).toBe(1);
+  });
+
   it('Picker hands each item out once and keeps rejected ones for later', () => {
     const p = new Picker([1, 2, 3, 4]);
     expect(p.take((x) => x % 2 === 0)).toBe(2);

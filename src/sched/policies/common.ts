@@ -214,14 +214,19 @@ export function migOffIdle(view: ClusterView): { kind: 'repartition'; gpu: numbe
 export const SPEED_TIE = 1e-9;
 
 /**
- * Compute slices a job asked for with `profile` on `model`, or 0 when it asked for none (or the
- * model has no profile of that name): policies here treat a requested profile as a floor on the
- * instance's compute slices.
+ * Compute slices a job asked for with `profile` on `model`, or 0 when it asked for none: policies
+ * here treat a requested profile as a floor on the instance's compute slices. On a model without
+ * a profile of that name (an A100's `3g.20gb` on an H100) the floor is the slices the name gives:
+ * NVIDIA names GPU instance profiles `<compute slices>g.<memory>gb` (MIG User Guide, "Supported
+ * MIG Profiles"; every profile of src/mig/catalog is, common.test.ts checks), so a job that asked
+ * for `3g.20gb` gets at least 3 slices on any GPU.
  */
 export function requestedSlices(job: JobSpec, model: GpuModel): number {
   if (job.profile === null) return 0;
   const p = model.giProfiles.find((q) => q.name === job.profile);
-  return p ? p.computeSlices : 0;
+  if (p) return p.computeSlices;
+  const named = /^(\d+)g\./.exec(job.profile);
+  return named ? Number(named[1]) : 0;
 }
 
 /** GiB a job needs: its own figure, else its workload's; null when unknown (assumed to fit). */

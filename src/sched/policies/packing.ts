@@ -44,21 +44,20 @@ export function bestLayoutFor(
   const jobs = [...given].sort((a, b) => keyOf(a).localeCompare(keyOf(b)));
   const cacheKey = `${model.name}#${mustPlaceAll}#${allowed ? 'a' : ''}#${jobs.map(keyOf).join(',')}`;
   if (solved.size > 200_000) solved.clear();
-  const cached = solved.get(cacheKey);
-  if (cached !== undefined) {
-    if (cached === null) return null;
-    const assignment = new Map<string, number>();
-    cached.starts.forEach((start, k) => {
-      if (start !== null) assignment.set((jobs[k] as JobSpec).id, start);
-    });
-    return { layout: cached.layout, assignment, value: cached.value };
+  let cached = solved.get(cacheKey);
+  if (cached === undefined) {
+    const result = solveExtension(model, [], jobs, ctx, allowed ?? (() => true), mustPlaceAll);
+    // Kept in the assignment's own order, so that a cache hit gives the same decisions, in the same order, as the solve did.
+    cached = result === null ? null : { layout: result.layout, value: result.value, picks: [...result.assignment].map(([id, start]) => [jobs.findIndex((j) => j.id === id), start] as const) };
+    solved.set(cacheKey, cached);
   }
-  const result = solveExtension(model, [], jobs, ctx, allowed ?? (() => true), mustPlaceAll);
-  solved.set(cacheKey, result === null ? null : { layout: result.layout, value: result.value, starts: jobs.map((j) => result.assignment.get(j.id) ?? null) });
-  return result;
+  if (cached === null) return null;
+  const assignment = new Map(cached.picks.map(([k, start]) => [(jobs[k] as JobSpec).id, start]));
+  return { layout: cached.layout, assignment, value: cached.value };
 }
 
-const solved = new Map<string, { layout: PackedLayout['layout']; value: number; starts: (number | null)[] } | null>();
+/** Solved packings by model and multiset of jobs: the assignment as (index in the sorted jobs, start) in its order. */
+const solved = new Map<string, { layout: PackedLayout['layout']; value: number; picks: readonly (readonly [number, number])[] } | null>();
 
 /** Which of the model's plain profiles `allowed` lets a job take, as a string of 0s and 1s (part of cache keys). */
 function allowedSignature(model: GpuModel, job: JobSpec, allowed: (job: JobSpec, profile: string) => boolean): string {

@@ -20,5 +20,6 @@ export {
   type DeepPoolTraceOptions,
 } from './deeppool.js';
 export { parseMix, formatMix, drawWorkload, DEFAULT_MIX_SPEC, type WorkloadMix } from './mix.js';
-export { detectTraceFormat, type TraceFormat } from './detect.js';
+export { csvHeader, detectTraceFormat, traceFormatOf, type TraceFormat } from './detect.js';
+export { JOBS_CSV_FORMAT, TRACE_FORMATS, traceFormat, traceFormatHelp, type TraceFormatEntry, type TraceReadOptions } from './formats.js';
 export type { TraceOptions, ParsedTrace, SkippedRows } from './types.js';
