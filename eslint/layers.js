@@ -59,6 +59,7 @@ export const SIDEWAYS = {
   cli: { server: 'the CLI starts the HTTP server' },
   bench: { control: 'a benchmark partitions its GPUs through control/apply' },
   burst: { sched: "the burst planner's scaling model implements sched's ScalingModel" },
+  sched: { optimize: "gavel's max-min fairness allocation is an LP solved by optimize/'s HiGHS model builder" },
   exec: { store: 'executors return the ProcessRef the store keeps', slurm: 'the Slurm executor drives the Slurm client' },
 };
 

@@ -1,14 +1,10 @@
 import { MigpoolError } from '../errors.js';
-import { findGiProfile } from '../mig/catalog/index.js';
-import { countingViolation } from '../mig/geometry.js';
 import type { GiProfile, GpuModel } from '../mig/types.js';
-import { predict } from '../perf/model.js';
-import type { Resource, Workload } from '../perf/types.js';
 import type { ClusterIndex, IndexedClusterView } from '../sched/policies/common.js';
-import { NO_HISTORY, type Decision, type GpuView, type InstanceView, type JobHistory, type JobSpec, type Parallelism, type PolicyContext, type Priority, type RunningJobView, type ScaledRun, type SpeedQuery } from '../sched/types.js';
+import { NO_HISTORY, type Decision, type GpuView, type InstanceView, type JobHistory, type JobSpec, type Parallelism, type PolicyContext, type Priority, type RunningJobView, type ScaledRun } from '../sched/types.js';
 import { createRandom } from '../random.js';
 import { checkDecision, type CheckLookup } from '../sched/check.js';
-import { createPolicyContext, fitsMemory, memoryOf, profileOf, SpeedTable } from '../sched/context.js';
+import { createPolicyContext, memoryOf, profileOf, SpeedTable } from '../sched/context.js';
 import { createEstimator, type Estimator } from './info.js';
 import { askedSpeed, bigJobMetrics, lowerBounds, percentile, slowdownMetrics } from './metrics.js';
 import type { SimMetrics, SimulationInput, SimulationResult, TraceJob } from './types.js';
@@ -98,9 +94,8 @@ class Job {
     const { work: _truth, ...known } = trace;
     if (estimator.dynamic) {
       // The estimate changes as the job runs (progress): read it live.
-      const job = this;
       const spec = { ...known } as { estimate: number | null } & Omit<JobSpec, 'estimate'>;
-      Object.defineProperty(spec, 'estimate', { enumerable: true, get: () => estimator.estimate(order, job.work, job.ranSoFar()) });
+      Object.defineProperty(spec, 'estimate', { enumerable: true, get: () => estimator.estimate(order, this.work, this.ranSoFar()) });
       this.spec = spec as JobSpec;
     } else this.spec = { ...known, estimate: estimator.estimate(order, trace.work, 0) };
   }
@@ -475,18 +470,6 @@ export function simulate(input: SimulationInput): SimulationResult {
   };
 
   // ---- applying decisions
-  const queuedJob = (id: string, what: string): Job => {
-    const job = byId.get(id);
-    if (!job) throw bug(policyName, clock.now, `${what}: no job '${id}'`);
-    if (job.status !== 'queued') throw bug(policyName, clock.now, `${what}: job '${id}' is ${job.status === 'future' ? 'not yet arrived' : job.status}, not queued`);
-    return job;
-  };
-  const gpuAt = (id: number, what: string): Gpu => {
-    const g = gpus[id];
-    if (!g || !Number.isInteger(id)) throw bug(policyName, clock.now, `${what}: no GPU ${id} (the fleet has ${gpus.length})`);
-    return g;
-  };
-
   const beginRun = (job: Job): void => {
     job.status = 'running';
     // A preempted job starts again from its last checkpoint, and pays for the restart.
