@@ -8,13 +8,16 @@ import type { GpuModel } from '../mig/types.js';
 import type { CurrentGpu } from '../partition/state.js';
 import type { Workload } from '../perf/types.js';
 import { resolveWorkload } from '../perf/workloads.js';
-import type { ClusterView, Decision, GpuView, JobSpec, Policy, PolicyContext, RunningJobView } from '../sched/types.js';
+import { NO_HISTORY, type ClusterView, type Decision, type GpuView, type JobHistory, type JobSpec, type Policy, type PolicyContext, type RunningJobView } from '../sched/types.js';
 import type { GpuSnapshot, LogChunk, PoolService, ServiceStats } from './service-port.js';
 import { createRandom } from '../random.js';
 import type { EventRecord, JobFilter, JobPatch, JobPlacement, JobRecord, NewEvent, Store } from '../store/types.js';
 import { parseJobSpec, type JobSpecInput } from '../jobs/job-spec.js';
-import { applyLayout } from './layout-apply.js';
-import { livePolicyContext } from './live-context.js';
+import { checkDecision, queueLookup } from '../sched/check.js';
+import { createPolicyContext, sharedGpuSpeed, SpeedTable } from '../sched/context.js';
+import { planLayout } from '../partition/plan.js';
+import { executePlans } from './apply.js';
+import { JournalFile } from './journal.js';
 import { modelOfGpu, readCurrentState } from './state-reader.js';
 
 /** How the service runs; defaults in brackets. */
@@ -45,6 +48,19 @@ export interface ServiceOptions {
   readonly hold?: boolean;
   /** Where the service reports what it does, one line at a time [nowhere]. */
   readonly log?: (line: string) => void;
+  /**
+   * Called after every round of a scheduling pass with the view the policy saw, its decisions,
+   * and for each decision the view it was checked against and what the check said (null: valid):
+   * what a replay through the simulator's checker and the same policy must reproduce.
+   */
+  readonly onRound?: (round: RecordedRound) => void;
+}
+
+/** One round of a live scheduling pass, as recorded for a replay. */
+export interface RecordedRound {
+  readonly view: ClusterView;
+  readonly decisions: readonly Decision[];
+  readonly checks: readonly { readonly view: ClusterView; readonly problem: string | null }[];
 }
 
 /** One GPU as the service last read it. */
@@ -73,8 +89,12 @@ const PREEMPT_WAIT_MS = 15_000;
  * service re-reads the GPUs, re-adopts the attempts still running and settles the others.
  */
 export class PoolServiceImpl implements PoolService {
-  private readonly o: Required<Omit<ServiceOptions, 'workloads' | 'log' | 'jobEnv' | 'hold'>> & Pick<ServiceOptions, 'workloads' | 'log' | 'jobEnv' | 'hold'>;
+  private readonly o: Required<Omit<ServiceOptions, 'workloads' | 'log' | 'jobEnv' | 'hold' | 'onRound'>> & Pick<ServiceOptions, 'workloads' | 'log' | 'jobEnv' | 'hold' | 'onRound'>;
   private readonly ctx: PolicyContext;
+  /** The performance model's speeds, shared with the policy's context (one table for both). */
+  private readonly speeds = new SpeedTable();
+  /** GPU-seconds of each open job's finished attempts, and its preemptions (this service's life). */
+  private readonly pastRuns = new Map<string, { attained: number; preemptions: number }>();
   /** Jobs not yet final, by id: the store's truth mirrored in memory (written after the store). */
   private readonly active = new Map<string, JobRecord>();
   private readonly specs = new Map<string, JobSpec>();
@@ -104,7 +124,7 @@ export class PoolServiceImpl implements PoolService {
       defaultEstimateSeconds: 3600,
       ...options,
     };
-    this.ctx = livePolicyContext(createRandom(this.o.seed), this.o.reconfigureSeconds);
+    this.ctx = createPolicyContext({ random: createRandom(this.o.seed), reconfigureSeconds: this.o.reconfigureSeconds, speeds: this.speeds });
     this.startedAt = this.o.now();
     this.o.executor.onExit((r) => {
       const waiter = this.exitWaiters.get(r.jobId);
@@ -290,15 +310,29 @@ export class PoolServiceImpl implements PoolService {
         this.o.log?.(`policy ${this.o.policy.name} failed: ${e instanceof Error ? e.message : String(e)}`);
         break;
       }
-      if (decisions.length === 0) break;
+      if (decisions.length === 0) {
+        this.o.onRound?.({ view, decisions, checks: [] });
+        break;
+      }
       let acted = 0;
+      const checks: { view: ClusterView; problem: string | null }[] = [];
       for (const d of decisions) {
+        // The one decision check, against the cluster as it is now (earlier decisions applied):
+        // a decision that fails it is a policy bug, logged and skipped; the service goes on.
+        const now = this.view();
+        const problem = checkDecision(now, d, queueLookup(now));
+        checks.push({ view: now, problem });
+        if (problem !== null) {
+          this.o.log?.(`policy ${this.o.policy.name}: skipped an invalid decision: ${problem}`);
+          continue;
+        }
         try {
           if (await this.apply(d)) acted++;
         } catch (e) {
           this.o.log?.(`decision ${JSON.stringify(d)} failed: ${e instanceof Error ? e.message : String(e)}`);
         }
       }
+      this.o.onRound?.({ view, decisions, checks });
       if (acted === 0) break;
     }
     this.passMs.push(performance.now() - t0);
@@ -319,7 +353,8 @@ export class PoolServiceImpl implements PoolService {
         instances: g.current.instances.map((i) => ({ gpu: id, profile: i.profile, start: i.start, size: i.size, job: occupants.instances.get(`${g.index}|${i.start}`) ?? null })),
         wholeGpuJobs: whole,
         sharing,
-        busyUntil: null,
+        // A re-partition in progress keeps the GPU unavailable, as in the simulator.
+        busyUntil: this.reconfiguring.has(g.index) ? now + this.o.reconfigureSeconds : null,
       };
     });
     const queue: JobSpec[] = [];
@@ -340,16 +375,41 @@ export class PoolServiceImpl implements PoolService {
       running.set(r.id, { spec, placement, started, done: speed * Math.max(0, now - started), speed });
     }
     queue.sort((a, b) => a.arrival - b.arrival || Number(a.id) - Number(b.id));
-    return { now, gpus, queue, running };
+    const history = (id: string): JobHistory => {
+      const past = this.pastRuns.get(id);
+      const r = this.active.get(id);
+      let current = 0;
+      if (r && (r.state === 'running' || r.state === 'starting') && r.startedAt !== null && r.placement) {
+        current = (Math.max(0, this.o.now() - r.startedAt) / 1000) * (r.placement.kind === 'gpus' ? r.placement.gpus.length : 1);
+      }
+      return past || current > 0 ? { attainedGpuSeconds: (past?.attained ?? 0) + current, preemptions: past?.preemptions ?? 0 } : NO_HISTORY;
+    };
+    return { now, gpus, queue, running, history };
   }
 
+  /** Folds an ending attempt into the job's history (attained GPU-seconds, preemptions). */
+  private recordRun(rec: JobRecord, preempted: boolean): void {
+    const past = this.pastRuns.get(rec.id) ?? { attained: 0, preemptions: 0 };
+    if (rec.startedAt !== null && rec.placement) past.attained += (Math.max(0, this.o.now() - rec.startedAt) / 1000) * (rec.placement.kind === 'gpus' ? rec.placement.gpus.length : 1);
+    if (preempted) past.preemptions++;
+    this.pastRuns.set(rec.id, past);
+  }
+
+  /** A running job's speed from the performance model: its instance's, or the slowest of its shared GPUs'. */
   private speedOf(spec: JobSpec, p: JobPlacement, byIndex: ReadonlyMap<number, GpuEntry>): number {
     try {
       if (p.kind === 'instance') {
         const g = byIndex.get(p.gpu);
-        return g ? this.ctx.speedOn(spec, { kind: 'instance', model: g.model, profile: p.profile }) : 1;
+        return g ? this.speeds.relative(spec.workload, g.model, 'mig', p.profile) : 1;
       }
-      return 1;
+      let slowest = 1;
+      const occupants = this.occupants();
+      for (const index of p.gpus) {
+        const g = byIndex.get(index);
+        if (!g) continue;
+        slowest = Math.min(slowest, sharedGpuSpeed(this.speeds, spec.workload, g.model, p.sharing, (occupants.whole.get(index) ?? []).length));
+      }
+      return slowest;
     } catch {
       return 1;
     }
@@ -365,12 +425,18 @@ export class PoolServiceImpl implements PoolService {
         const occupants = this.occupants();
         const busy = new Set(g.current.instances.filter((i) => occupants.instances.has(`${g.index}|${i.start}`)).map((i) => i.start));
         if ((occupants.whole.get(g.index) ?? []).length > 0) throw new MigpoolError('RUNTIME', `policy re-partitions GPU ${g.index} under its whole-GPU jobs`);
+        // Instances a job holds count as busy even before its processes show up in nvidia-smi.
+        const planned = planLayout(g.current, d.layout, busy);
+        if (!planned.ok) throw new MigpoolError('RUNTIME', `GPU ${g.index}: refusing to re-partition: ${planned.reason}`);
         await this.event({ type: 'gpu-reconfiguring', jobId: null, data: { gpu: g.index, layout: d.layout } });
         this.reconfiguring.add(g.index);
         try {
-          const r = await applyLayout(this.o.gpu, g.current, d.layout, busy);
+          // The same path as `migpool apply`: the partition planner's operations, run through the
+          // journal (a crash part way leaves it behind; the next re-partition plans afresh).
+          const journal = new JournalFile(join(this.o.dataDir, 'journal', `gpu-${g.index}.json`));
+          const r = await executePlans(this.o.gpu, [planned.plan], `policy ${this.o.policy.name}: GPU ${g.index} layout ${d.layout === null ? 'MIG off' : d.layout.map((x) => `${x.profile}@${x.start}`).join('+')}`, journal);
           this.reconfigurations++;
-          await this.event({ type: 'gpu-reconfigured', jobId: null, data: { gpu: g.index, layout: d.layout, ...r } });
+          await this.event({ type: 'gpu-reconfigured', jobId: null, data: { gpu: g.index, layout: d.layout, created: planned.plan.operations.filter((o) => o.kind === 'create-gi').length, destroyed: planned.plan.destroyedGpuInstances, operations: r.done } });
         } finally {
           this.reconfiguring.delete(g.index);
           await this.refreshGpus(g.index);
@@ -466,6 +532,7 @@ export class PoolServiceImpl implements PoolService {
   }
 
   private async endAttempt(rec: JobRecord, how: { exitCode: number | null; reason: string | null; failure: boolean; stopped?: boolean }): Promise<void> {
+    this.recordRun(rec, how.stopped === true && rec.reason === 'preempting');
     const now = this.o.now();
     const base: JobPatch = { exitCode: how.exitCode, endedAt: now, process: rec.process, placement: rec.placement };
     let patch: JobPatch;
@@ -529,6 +596,7 @@ export class PoolServiceImpl implements PoolService {
 
   private finish(rec: JobRecord): void {
     this.active.delete(rec.id);
+    this.pastRuns.delete(rec.id);
     this.specs.delete(rec.id);
     this.finishedAt.push(this.o.now());
     while (this.finishedAt.length > 0 && this.finishedAt[0]! < this.o.now() - THROUGHPUT_WINDOW_MS) this.finishedAt.shift();

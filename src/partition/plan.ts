@@ -288,16 +288,19 @@ export interface LayoutSlot {
  * ask for, where a mig-parted config leaves placements to `planGpu`. Instances with the same
  * profile and start are kept with whatever runs on them; others are destroyed (compute instances
  * first) and missing ones created; a MIG mode change is followed by a reset if it stays pending.
- * An instance with processes, or the GPU's own processes when MIG goes off, is never touched:
+ * An instance with processes or named in `busyStarts` (it holds a job whose processes may not show
+ * yet), or the GPU's own processes when MIG goes off, is never touched:
  * the plan is refused before any operation, naming them.
  */
-export function planLayout(current: CurrentGpu, layout: readonly LayoutSlot[] | null): PlanOutcome {
+export function planLayout(current: CurrentGpu, layout: readonly LayoutSlot[] | null, busyStarts: ReadonlySet<number> = new Set()): PlanOutcome {
   const gpu = current.index;
   const model = current.model;
   const keep = (gi: CurrentGpuInstance): boolean => layout !== null && layout.some((s) => s.start === gi.start && s.profile === gi.profile.name);
   const doomed = current.instances.filter((gi) => !keep(gi));
   const busy = doomed.find((gi) => pidsOf(gi).length > 0);
   if (busy) return { ok: false, gpu, reason: `${describeBusy(busy)}; the new layout drops it` };
+  const held = doomed.find((gi) => busyStarts.has(gi.start));
+  if (held) return { ok: false, gpu, reason: `GPU instance ${held.id} (${held.profile.name} at ${held.start}:${held.size}) holds a job; the new layout drops it` };
   if (layout === null && current.gpuPids.length > 0) return { ok: false, gpu, reason: `GPU ${gpu} runs processes ${current.gpuPids.join(', ')}; MIG cannot be turned off under them` };
   const ops: PlanOperation[] = [];
   let destroyedCis = 0;

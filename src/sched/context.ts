@@ -57,6 +57,14 @@ export class SpeedTable {
   }
 }
 
+/**
+ * Speed of a job on a whole GPU shared by `jobs` jobs (`exclusive`, or one job: 1), from the
+ * performance model: the simulator and the service compute running speeds with this.
+ */
+export function sharedGpuSpeed(speeds: SpeedTable, workload: Workload, model: GpuModel, sharing: 'exclusive' | 'timeslice' | 'mps', jobs: number): number {
+  return sharing === 'exclusive' || jobs <= 1 ? 1 : speeds.relative(workload, model, sharing, jobs);
+}
+
 /** GiB a job needs: its own figure, else its workload's; null when unknown. */
 export function memoryOf(job: Pick<JobSpec, 'memoryGiB' | 'workload'>): number | null {
   return job.memoryGiB ?? job.workload.memoryGiB;

@@ -4,7 +4,7 @@ import type { ClusterIndex, IndexedClusterView } from '../sched/policies/common.
 import { NO_HISTORY, type Decision, type GpuView, type InstanceView, type JobHistory, type JobSpec, type Parallelism, type PolicyContext, type Priority, type RunningJobView, type ScaledRun } from '../sched/types.js';
 import { createRandom } from '../random.js';
 import { checkDecision, type CheckLookup } from '../sched/check.js';
-import { createPolicyContext, memoryOf, profileOf, SpeedTable } from '../sched/context.js';
+import { createPolicyContext, memoryOf, profileOf, sharedGpuSpeed, SpeedTable } from '../sched/context.js';
 import { createEstimator, type Estimator } from './info.js';
 import { askedSpeed, bigJobMetrics, lowerBounds, percentile, slowdownMetrics } from './metrics.js';
 import type { SimMetrics, SimulationInput, SimulationResult, TraceJob } from './types.js';
@@ -407,7 +407,7 @@ export function simulate(input: SimulationInput): SimulationResult {
     let s = Number.POSITIVE_INFINITY;
     for (const g of on) {
       const n = g.wholeGpuJobs.length;
-      const v = g.sharing === 'exclusive' || n <= 1 ? 1 : speeds.relative(job.spec.workload, g.model, g.sharing, n);
+      const v = sharedGpuSpeed(speeds, job.spec.workload, g.model, g.sharing, n);
       if (v < s) s = v;
     }
     return s;
