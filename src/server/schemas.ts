@@ -16,7 +16,9 @@ const EVENT_TYPES = [
   'job-finished',
   'job-requeued',
   'job-cancel-requested',
+  'job-preempting',
   'gpu-reconfiguring',
+  'gpu-reconfigure-failed',
   'gpu-reconfigured',
   'service-started',
 ] as const;
@@ -121,6 +123,7 @@ export const jobRecordSchema: JsonSchema = {
     exitCode: { type: ['integer', 'null'] },
     reason: { type: ['string', 'null'] },
     cancelRequested: { type: 'boolean' },
+    preemptions: { type: 'integer', description: 'attempts the service stopped to move the job (they do not count against retries)' },
   },
 };
 
@@ -168,6 +171,17 @@ export const gpuSnapshotSchema: JsonSchema = {
     },
     wholeGpuJobs: { type: 'array', items: { type: 'string' } },
     reconfiguring: { type: 'boolean' },
+    repartitionFailure: {
+      anyOf: [
+        { type: 'null' },
+        {
+          type: 'object',
+          required: ['failures', 'error', 'retryAt'],
+          properties: { failures: { type: 'integer' }, error: { type: 'string' }, retryAt: { type: 'number', description: 'ms since the Unix epoch' } },
+        },
+      ],
+      description: 'set while re-partitions of this GPU fail (it backs off)',
+    },
   },
 };
 
@@ -204,6 +218,7 @@ export const statsSchema: JsonSchema = {
       },
     },
     reconfigurations: { type: 'integer' },
+    reconfigurationsFailed: { type: 'integer', description: 're-partitions that failed since the service started' },
     passMs: { type: 'array', items: { type: 'number' }, description: 'recent scheduling passes, ms each, newest last' },
     queueWaitSeconds: { type: 'array', items: { type: 'number' }, description: 'recent queue waits of started jobs, newest last' },
     timeline: {

@@ -46,6 +46,8 @@ export interface GpuSnapshot {
   readonly wholeGpuJobs: readonly string[];
   /** True while a re-partition is being applied. */
   readonly reconfiguring: boolean;
+  /** Set while re-partitions of this GPU fail: how many in a row, the last error, and when the next is tried (ms). */
+  readonly repartitionFailure?: { readonly failures: number; readonly error: string; readonly retryAt: number } | null;
 }
 
 export interface ServiceStats {
@@ -55,6 +57,8 @@ export interface ServiceStats {
   /** Instances per profile and whether a job holds them. */
   readonly slices: readonly { readonly profile: string; readonly state: 'busy' | 'idle'; readonly count: number }[];
   readonly reconfigurations: number;
+  /** Re-partitions that failed since the service started. */
+  readonly reconfigurationsFailed?: number;
   /** Recent scheduling passes, milliseconds each (newest last, at most 1000). */
   readonly passMs: readonly number[];
   /** Recent queue waits of started jobs, seconds (newest last, at most 1000). */

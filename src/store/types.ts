@@ -86,10 +86,15 @@ export interface JobRecord {
   /** Why it ended, failed or went back to the queue, in words. */
   readonly reason: string | null;
   readonly cancelRequested: boolean;
+  /**
+   * Attempts that ended because the service preempted them (not failures: they do not use up
+   * `retries`). Absent in records written before schema version 2: read as 0.
+   */
+  readonly preemptions?: number;
 }
 
 /** Fields `updateJob` may change (undefined: unchanged; null: cleared). */
-export type JobPatch = Partial<Pick<JobRecord, 'state' | 'startedAt' | 'endedAt' | 'attempt' | 'placement' | 'process' | 'exitCode' | 'reason' | 'cancelRequested'>>;
+export type JobPatch = Partial<Pick<JobRecord, 'state' | 'startedAt' | 'endedAt' | 'attempt' | 'placement' | 'process' | 'exitCode' | 'reason' | 'cancelRequested' | 'preemptions'>>;
 
 export interface JobFilter {
   readonly states?: readonly JobState[];
@@ -107,7 +112,9 @@ export type EventType =
   | 'job-finished'
   | 'job-requeued'
   | 'job-cancel-requested'
+  | 'job-preempting'
   | 'gpu-reconfiguring'
+  | 'gpu-reconfigure-failed'
   | 'gpu-reconfigured'
   | 'service-started';
 
