@@ -90,8 +90,12 @@ export class FakePoolService implements PoolService {
     return { text, nextOffset, done: FINAL_STATES.includes(job.state) && nextOffset >= bytes.length };
   }
 
+  /** A GPU whose re-partitions fail, as the service reports it (null: none). */
+  repartitionFailure: { gpu: number; failures: number; error: string; retryAt: number } | null = null;
+
   async gpus(): Promise<GpuSnapshot[]> {
-    return structuredClone(this.gpuList);
+    const f = this.repartitionFailure;
+    return structuredClone(this.gpuList).map((g) => (f && f.gpu === g.index ? { ...g, repartitionFailure: { failures: f.failures, error: f.error, retryAt: f.retryAt } } : g));
   }
 
   subscribe(listener: (event: EventRecord) => void): () => void {

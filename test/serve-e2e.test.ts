@@ -47,7 +47,8 @@ function kill9(): Promise<void> {
 }
 
 async function job(url: string, id: string): Promise<{ state: string; attempt: number; exitCode: number | null }> {
-  return (await (await fetch(`${url}/v1/jobs/${id}`)).json()) as { state: string; attempt: number; exitCode: number | null };
+  const token = readFileSync(join(dir, 'token'), 'utf8').trim();
+  return (await (await fetch(`${url}/v1/jobs/${id}`, { headers: { authorization: `Bearer ${token}` } })).json()) as { state: string; attempt: number; exitCode: number | null };
 }
 
 async function until(url: string, id: string, states: string[], ms = 20_000): Promise<{ state: string; attempt: number; exitCode: number | null }> {
@@ -82,6 +83,7 @@ describe('migpool serve, end to end', () => {
       fetch(`${url}/v1/jobs`, { method: 'POST', headers: { 'content-type': 'application/json', ...(auth ? { authorization: `Bearer ${token}` } : {}) }, body: JSON.stringify(body) });
 
     expect((await post(spec('nope', 0), false)).status).toBe(401);
+    expect((await fetch(`${url}/v1/jobs`)).status).toBe(401);
     const bad = await post({ name: 'bad', command: ['x'], resources: { gpus: 0 } });
     expect(bad.status).toBe(400);
     expect(JSON.stringify(await bad.json())).toMatch(/resources\.gpus/);

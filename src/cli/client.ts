@@ -45,7 +45,7 @@ export class ServiceClient {
 
   /**
    * @param url base URL of the service, e.g. `http://127.0.0.1:8470`
-   * @param tokenSource gives the bearer token; called once, on the first call that needs it
+   * @param tokenSource gives the bearer token; called once, on the first call
    * @param tokenWhere where the token came from, for error messages
    */
   constructor(
@@ -98,10 +98,9 @@ export class ServiceClient {
 
   private async request<T>(method: 'GET' | 'POST', path: string, body?: unknown): Promise<T> {
     const headers: Record<string, string> = { accept: 'application/json' };
-    if (method !== 'GET') {
-      this.token ??= this.tokenSource();
-      headers['authorization'] = `Bearer ${await this.token}`;
-    }
+    // Every call needs the token, reads included (jobs carry their env, logs their output).
+    this.token ??= this.tokenSource();
+    headers['authorization'] = `Bearer ${await this.token}`;
     if (body !== undefined) headers['content-type'] = 'application/json';
     let res: Response;
     try {

@@ -23,6 +23,7 @@ export const DASHBOARD_HTML = `<!doctype html>
   <span id="live" class="live" data-state="connecting" title="event stream">connecting</span>
 </header>
 <main>
+  <p id="need-token" class="need-token" hidden>This service answers only with its token: open the dashboard as <code>/?token=…</code> with the token from the <code>token</code> file of its data dir (<code>migpool serve</code> prints that address).</p>
   <section class="panel" aria-labelledby="gpus-title">
     <div class="panel-head">
       <h2 id="gpus-title">GPUs</h2>

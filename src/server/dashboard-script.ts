@@ -3,13 +3,14 @@
  * and no build step. It reads the REST API, follows /v1/events (server-sent events) and refreshes
  * every 10 s anyway (every 3 s while the event stream is down). Data is put in the page with
  * textContent only. A page opened with `?token=...` keeps the token in this tab's sessionStorage,
- * removes it from the address bar, and sends it as `Authorization: Bearer` to cancel jobs.
+ * removes it from the address bar, and sends it as `Authorization: Bearer` with every call (the
+ * API needs it for reads too; the event stream gets it as `?token=`, EventSource sends no headers).
  */
 export const DASHBOARD_SCRIPT = String.raw`
 (function () {
   'use strict';
   var EVENT_TYPES = ['job-submitted', 'job-starting', 'job-started', 'job-finished', 'job-requeued',
-    'job-cancel-requested', 'gpu-reconfiguring', 'gpu-reconfigured', 'service-started'];
+    'job-cancel-requested', 'job-preempting', 'gpu-reconfiguring', 'gpu-reconfigured', 'gpu-reconfigure-failed', 'service-started'];
   var FINAL = { succeeded: true, failed: true, cancelled: true };
   var LOG_LIMIT = 1 << 20;
 
@@ -46,7 +47,12 @@ export const DASHBOARD_SCRIPT = String.raw`
   function clear(node) { while (node.firstChild) node.removeChild(node.firstChild); return node; }
 
   function api(path, options) {
+    options = options || {};
+    var headers = options.headers || {};
+    if (token) headers.Authorization = 'Bearer ' + token;
+    options.headers = headers;
     return fetch(path, options).then(function (res) {
+      if (res.status === 401) showNeedToken();
       return res.text().then(function (text) {
         var body = null;
         try { body = text ? JSON.parse(text) : null; } catch (e) { body = null; }
@@ -54,6 +60,11 @@ export const DASHBOARD_SCRIPT = String.raw`
         return body;
       });
     });
+  }
+
+  function showNeedToken() {
+    var box = $('need-token');
+    if (box) box.hidden = false;
   }
 
   function age(ms) {
@@ -171,7 +182,9 @@ export const DASHBOARD_SCRIPT = String.raw`
         el('span', { className: 'badge' + (g.migEnabled ? ' mig' : ''), text: g.migEnabled ? 'MIG' : 'MIG off' }),
         g.reconfiguring ? el('span', { className: 'badge reconf', text: 'reconfiguring' }) : null,
       ]);
-      root.appendChild(el('div', { className: 'gpu' + (g.reconfiguring ? ' reconfiguring' : ''), 'data-gpu': String(g.index), title: g.uuid }, [head, bar, ruler]));
+      var f = g.repartitionFailure;
+      var failure = f ? el('p', { className: 'gpu-failure', text: 're-partition failed ' + f.failures + '× in a row: ' + f.error + ' (next try in ' + age(f.retryAt - Date.now()) + ')' }) : null;
+      root.appendChild(el('div', { className: 'gpu' + (g.reconfiguring ? ' reconfiguring' : ''), 'data-gpu': String(g.index), title: g.uuid }, [head, bar, ruler, failure]));
     });
   }
 
@@ -394,7 +407,8 @@ export const DASHBOARD_SCRIPT = String.raw`
 
   function connect() {
     if (!window.EventSource) return;
-    var es = new EventSource('/v1/events');
+    if (!token) return;
+    var es = new EventSource('/v1/events?token=' + encodeURIComponent(token));
     es.onopen = function () { state.live = true; setLive('live'); scheduleRefresh(); };
     es.onerror = function () { state.live = false; setLive('down'); };
     var onEvent = function (msg) {

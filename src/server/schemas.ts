@@ -285,5 +285,6 @@ export const eventQuerySchema: JsonSchema = {
   type: 'object',
   properties: {
     after: { type: 'integer', minimum: 0, description: 'replay events after this seq first (like the Last-Event-ID header)' },
+    token: { type: 'string', description: 'the bearer token, for browsers (EventSource cannot send headers)' },
   },
 };
