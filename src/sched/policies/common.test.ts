@@ -5,7 +5,8 @@ import { parseFleet } from '../../sim/fleet.js';
 import { createRandom } from '../../random.js';
 import { parsePolicy } from '../registry.js';
 import type { ClusterView, JobSpec, Policy } from '../types.js';
-import { Picker } from './common.js';
+import { resolveGpuModel } from '../../mig/catalog/index.js';
+import { canEverRunWhole, Picker, profileAllows } from './common.js';
 
 /** The same policy seeing a plain view, without the simulator's index. */
 function withoutIndex(policy: Policy): Policy {
@@ -19,6 +20,20 @@ function withoutIndex(policy: Policy): Policy {
 }
 
 describe('policy helpers', () => {
+  it('profileAllows: any profile for a job that named none, exactly its own when exact, else a floor', () => {
+    const a100 = resolveGpuModel('A100-SXM4-40GB');
+    const base: JobSpec = { id: 'x', workload: resolveWorkload('small'), gpus: 1, priority: 'foreground', arrival: 0, work: 10, memoryGiB: null, profile: null };
+    expect(profileAllows(base, '1g.5gb', a100)).toBe(true);
+    const floor = { ...base, profile: '2g.10gb' };
+    expect([profileAllows(floor, '1g.5gb', a100), profileAllows(floor, '2g.10gb', a100), profileAllows(floor, '3g.20gb', a100)]).toEqual([false, true, true]);
+    const exact = { ...floor, exactProfile: true };
+    expect([profileAllows(exact, '1g.5gb', a100), profileAllows(exact, '2g.10gb', a100), profileAllows(exact, '3g.20gb', a100)]).toEqual([false, true, false]);
+    const view: ClusterView = { now: 0, gpus: [{ id: 0, model: a100, migEnabled: false, instances: [], wholeGpuJobs: [], sharing: 'exclusive', busyUntil: null }], queue: [], running: new Map() };
+    const ctx = { fits: () => true } as unknown as Parameters<typeof canEverRunWhole>[1];
+    expect(canEverRunWhole(view, ctx, floor)).toBe(true);
+    expect(canEverRunWhole(view, ctx, exact)).toBe(false);
+  });
+
   it('Picker hands each item out once and keeps rejected ones for later', () => {
     const p = new Picker([1, 2, 3, 4]);
     expect(p.take((x) => x % 2 === 0)).toBe(2);
