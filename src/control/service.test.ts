@@ -263,7 +263,7 @@ describe('the live service', () => {
     // A launch that takes a moment, as sbatch does: the event loop turns while the pass holds the lock.
     const slowLaunch = (e: Executor): Executor => ({ ...e, launch: async (spec) => (spec.jobId === '2' ? new Promise((r) => setTimeout(r, 300)).then(() => e.launch(spec)) : e.launch(spec)) });
     const { service } = await open(dir, policy, undefined, { executor: slowLaunch, minRunBeforePreemptSeconds: 0 });
-    const x = await service.submit({ name: 'x', preemptible: true, command: [node, '-e', 'setTimeout(() => {}, 100)'] });
+    const x = await service.submit({ name: 'x', command: [node, '-e', 'setTimeout(() => {}, 100)'] });
     await until(service, x.id, ['running', 'succeeded']);
     const t0 = Date.now();
     const y = await service.submit({ name: 'y', command: [node, '-e', '0'] });
@@ -303,6 +303,14 @@ describe('the live service', () => {
     const b = await service.submit({ name: 'floor', command: [node, '-e', '0'], resources: { profile: { atLeast: '1g.5gb' } } });
     await service.cancel(a.id);
     expect((await until(service, b.id, ['succeeded', 'failed'])).state).toBe('succeeded');
+  });
+
+  it('runs each of six jobs submitted together exactly once (no preemption loops when nobody asked to be moved)', async () => {
+    const dir = tempDir();
+    const { service } = await open(dir, 'migpool', SimulatedMachine.create(parseSimulateSpec('2xA100-SXM4-40GB'), 1, '2xA100-SXM4-40GB'));
+    const recs = await service.submitMany(Array.from({ length: 6 }, (_, i) => ({ name: `s${i}`, command: [node, '-e', 'setTimeout(() => {}, 2500)'], resources: { profile: '1g.5gb' } })));
+    for (const r of recs) expect(await until(service, r.id, ['succeeded', 'failed'], 30_000)).toMatchObject({ state: 'succeeded', attempt: 1 });
+    expect((await service.events(0)).filter((e) => e.type === 'job-requeued' || e.type === 'job-preempting')).toEqual([]);
   });
 
   it('refuses at submit what the runner could never start or what no GPU here holds', async () => {
