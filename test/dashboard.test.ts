@@ -178,6 +178,23 @@ describe.skipIf(!haveChromium)('dashboard in chromium', () => {
     await page.close();
   });
 
+  it('says why a queued job waits and how a running job is doing', async () => {
+    const queued = fake.jobs.get('4')!;
+    const running = fake.jobs.get('1')!;
+    fake.jobs.set('4', { ...queued, pending: 'waiting for a 2g.10gb slice (held by job 9)' });
+    fake.jobs.set('1', { ...running, progress: { samples: 4500, total: 10_000, fraction: 0.45, samplesPerSecond: 1200, etaSeconds: 190, updatedAt: Date.now() } });
+    const page = await open();
+    expect(await page.locator('#queue li[data-job="4"] .why').textContent()).toBe('waiting for a 2g.10gb slice (held by job 9)');
+    expect(await page.locator('#jobs tbody tr[data-job="1"] td.note').textContent()).toBe('45% · 1200 samples/s · eta 3m 10s');
+    await page.locator('#jobs tbody tr[data-job="1"]').click();
+    await page.waitForSelector('#details:not([hidden])');
+    expect(await page.locator('#d-facts').textContent()).toContain('progress45% · 1200 samples/s · eta 3m 10s');
+    await page.screenshot({ path: join(tmpdir(), 'migpool-dashboard-progress.png') });
+    fake.jobs.set('4', queued);
+    fake.jobs.set('1', running);
+    await page.close();
+  });
+
   it('shows a GPU whose re-partitions fail, with the error and the back-off', async () => {
     fake.repartitionFailure = { gpu: 1, failures: 3, error: 'In use by another client', retryAt: Date.now() + 20_000 };
     const page = await open();

@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -14,8 +14,12 @@ let dir: string;
 let proc: ChildProcess | null = null;
 
 function run(...args: string[]): Promise<{ code: number; out: string; err: string }> {
+  return runIn(process.env, ...args);
+}
+
+function runIn(env: NodeJS.ProcessEnv, ...args: string[]): Promise<{ code: number; out: string; err: string }> {
   return new Promise((resolve) => {
-    const child = spawn(node, [BIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(node, [BIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env });
     let out = '';
     let err = '';
     child.stdout.on('data', (d: Buffer) => (out += d.toString()));
@@ -124,5 +128,17 @@ describe('migpool serve, end to end', () => {
     const c = await run('cancel', id2, '--data-dir', dir);
     expect(c.code, c.err).toBe(0);
     expect((await until(url, id2, ['cancelled'])).state).toBe('cancelled');
+  });
+
+  it('demo removes its temporary data dir when it ends (unless --keep-data)', { timeout: 90_000 }, async () => {
+    const tmp = mkdtempSync(join(tmpdir(), 'migpool-demo-tmp-'));
+    try {
+      const r = await runIn({ ...process.env, TMPDIR: tmp }, 'demo', '--jobs', '1', '--seconds', '1', '--exit-when-done', '--json');
+      expect(r.code, r.err).toBe(0);
+      expect(JSON.parse(r.out)).toMatchObject({ dataDir: null, succeeded: 1 });
+      expect(readdirSync(tmp)).toEqual([]);
+    } finally {
+      rmSync(tmp, { recursive: true, force: true });
+    }
   });
 });

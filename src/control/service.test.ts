@@ -21,6 +21,8 @@ const services: { service: PoolServiceImpl; store: Store }[] = [];
 afterEach(async () => {
   for (const { service, store } of services.splice(0)) {
     for (const j of await service.listJobs({ states: ['running', 'starting'] })) await service.cancel(j.id);
+    // Wait for the stopped attempts to end (their runners write exit.json) before removing their folders.
+    for (let i = 0; i < 100 && (await service.listJobs({ states: ['running', 'starting'] })).length > 0; i++) await new Promise((r) => setTimeout(r, 50));
     await service.idle();
     await service.stop();
     await store.close();
@@ -311,6 +313,23 @@ describe('the live service', () => {
     const recs = await service.submitMany(Array.from({ length: 6 }, (_, i) => ({ name: `s${i}`, command: [node, '-e', 'setTimeout(() => {}, 2500)'], resources: { profile: '1g.5gb' } })));
     for (const r of recs) expect(await until(service, r.id, ['succeeded', 'failed'], 30_000)).toMatchObject({ state: 'succeeded', attempt: 1 });
     expect((await service.events(0)).filter((e) => e.type === 'job-requeued' || e.type === 'job-preempting')).toEqual([]);
+  });
+
+  it('says why a queued job waits, and reads how far a running job is from its progress lines', async () => {
+    const dir = tempDir();
+    const { service } = await open(dir, 'exclusive');
+    const script = `let n = 0; console.log(JSON.stringify({ migpool_samples: 0, migpool_total: 1000 })); const t = setInterval(() => { n += 100; console.log(JSON.stringify({ migpool_samples: n })); if (n >= 500) clearInterval(t); }, 50); setTimeout(() => {}, 3000)`;
+    const a = await service.submit({ name: 'talker', command: [node, '-e', script] });
+    await until(service, a.id, ['running']);
+    const b = await service.submit({ name: 'waiter', command: [node, '-e', '0'] });
+    await service.idle();
+    expect((await service.getJob(b.id))?.pending).toMatch(/^waiting for a free slice or GPU \(all busy/);
+    const t0 = Date.now();
+    while (((await service.getJob(a.id))?.progress?.samples ?? 0) < 500 && Date.now() - t0 < 8000) await new Promise((r) => setTimeout(r, 100));
+    const p = (await service.getJob(a.id))?.progress;
+    expect(p).toMatchObject({ samples: 500, total: 1000, fraction: 0.5 });
+    expect(service.progressOf(a.id)).toMatchObject({ fraction: 0.5 });
+    expect((await service.listJobs({ states: ['queued'] }))[0]?.pending).toBeTruthy();
   });
 
   it('refuses at submit what the runner could never start or what no GPU here holds', async () => {

@@ -4,6 +4,8 @@ import { badInput, MigpoolError } from '../errors.js';
 import type { Executor, ExitReport } from '../exec/executor.js';
 import { readExitFile, readProcessRef } from '../exec/local-executor.js';
 import { readLogChunk } from '../exec/log-file.js';
+import { ProgressReader } from '../exec/progress-reader.js';
+import { explainPending } from '../sched/pending.js';
 import type { GpuPort } from '../gpu/port.js';
 import type { GpuModel } from '../mig/types.js';
 import type { CurrentGpu } from '../partition/state.js';
@@ -101,6 +103,11 @@ export class PoolServiceImpl implements PoolService {
    * that already ended (a preemption) settles it instead of waiting for an end that has come.
    */
   private readonly exitsSeen = new Map<string, ExitReport>();
+  /** Why each queued job waits, computed after every pass. */
+  private pending: ReadonlyMap<string, string> = new Map();
+  /** Progress lines read from running jobs' stdout logs. */
+  private readonly progress = new ProgressReader();
+  private readingProgress = false;
   /** Jobs whose refused preemption was logged already (once per job and reason). */
   private readonly refusalsLogged = new Map<string, string>();
   readonly startedAt: number;
@@ -184,11 +191,28 @@ export class PoolServiceImpl implements PoolService {
   }
 
   async getJob(id: string): Promise<JobRecord | null> {
-    return this.active.get(id) ?? (await this.o.store.getJob(id));
+    const rec = this.active.get(id) ?? (await this.o.store.getJob(id));
+    return rec ? this.withStatus(rec) : null;
   }
 
-  listJobs(filter?: JobFilter): Promise<JobRecord[]> {
-    return this.o.store.listJobs(filter);
+  async listJobs(filter?: JobFilter): Promise<JobRecord[]> {
+    return (await this.o.store.listJobs(filter)).map((r) => this.withStatus(r));
+  }
+
+  /**
+   * What a job has reported of its progress, measured: the fraction done (null without a
+   * `migpool_total`) and samples per second (null before two reports). For the policy's view.
+   */
+  progressOf(jobId: string): { fraction: number | null; samplesPerSecond: number | null } {
+    const p = this.progress.get(jobId);
+    return { fraction: p?.fraction ?? null, samplesPerSecond: p?.samplesPerSecond ?? null };
+  }
+
+  /** A record with what only the service knows: why it waits, how far it is. */
+  private withStatus(rec: JobRecord): JobRecord {
+    if (rec.state === 'queued') return { ...rec, pending: this.pending.get(rec.id) ?? null, progress: this.progress.get(rec.id) };
+    if (rec.state === 'running' || rec.state === 'starting') return { ...rec, pending: null, progress: this.progress.get(rec.id) };
+    return rec;
   }
 
   async cancel(id: string): Promise<JobRecord | null> {
@@ -311,6 +335,7 @@ export class PoolServiceImpl implements PoolService {
       }
       if (acted === 0) break;
     }
+    this.explainQueue();
     this.passMs.push(performance.now() - t0);
     if (this.passMs.length > RECENT) this.passMs.shift();
   }
@@ -563,6 +588,7 @@ export class PoolServiceImpl implements PoolService {
   }
 
   private finish(rec: JobRecord): void {
+    this.progress.forget(rec.id);
     this.active.delete(rec.id);
     this.specs.delete(rec.id);
     this.finishedAt.push(this.o.now());
@@ -647,7 +673,43 @@ export class PoolServiceImpl implements PoolService {
     return { instances, whole, sharing };
   }
 
+  /** Why each queued job waits: the policy's words where it has them, else the generic explanation. */
+  private explainQueue(): void {
+    if (![...this.active.values()].some((r) => r.state === 'queued')) {
+      this.pending = new Map();
+      return;
+    }
+    const view = this.view();
+    const reasons = explainPending(view, this.ctx);
+    let own: ReadonlyMap<string, string> | undefined;
+    try {
+      own = this.o.policy.explain?.(view, this.ctx);
+    } catch (e) {
+      this.o.log?.(`policy ${this.o.policy.name} could not explain its queue: ${e instanceof Error ? e.message : String(e)}`);
+    }
+    if (this.reconfiguring.size > 0) for (const id of reasons.keys()) reasons.set(id, `re-partitioning GPU ${[...this.reconfiguring].join(', ')}`);
+    if (own) for (const [id, why] of own) if (reasons.has(id)) reasons.set(id, why);
+    this.pending = reasons;
+  }
+
+  /** Reads the progress lines running jobs printed since the last read (bounded per job, see ProgressReader). */
+  private async readProgress(): Promise<void> {
+    if (this.readingProgress) return;
+    this.readingProgress = true;
+    try {
+      for (const r of [...this.active.values()]) {
+        if (r.state !== 'running' || !r.process) continue;
+        await this.progress.poll(r.id, this.o.executor.logPaths(r.process).stdout, this.o.now());
+      }
+    } catch (e) {
+      this.o.log?.(`reading progress failed: ${e instanceof Error ? e.message : String(e)}`);
+    } finally {
+      this.readingProgress = false;
+    }
+  }
+
   private sample(): void {
+    void this.readProgress();
     const occupants = this.occupants();
     let busy = 0;
     let all = 0;

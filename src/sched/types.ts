@@ -198,4 +198,10 @@ export interface Policy {
   readonly name: string;
   /** Decisions for now. Called after every event; returning nothing means wait. */
   decide(view: ClusterView, ctx: PolicyContext): Decision[];
+  /**
+   * Optional: why each queued job of the view waits, in words (`waiting for a 3g.20gb slice held
+   * by job 12`), by job id. The service shows it to users; jobs it leaves out get the generic
+   * explanation of src/sched/pending.ts.
+   */
+  explain?(view: ClusterView, ctx: PolicyContext): ReadonlyMap<string, string>;
 }

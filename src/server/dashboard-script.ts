@@ -82,6 +82,15 @@ export const DASHBOARD_SCRIPT = String.raw`
     for (var i = 0; i < id.length; i++) h = (h * 31 + id.charCodeAt(i)) >>> 0;
     return (h * 47) % 360;
   }
+  /** '45% · 1200/s · eta 3m 10s' for a running job that reports progress; '' otherwise. */
+  function progressText(job) {
+    var p = job.progress;
+    if (!p || FINAL[job.state]) return '';
+    var parts = [p.fraction != null ? Math.floor(p.fraction * 100) + '%' : p.samples + ' samples'];
+    if (p.samplesPerSecond != null) parts.push(p.samplesPerSecond.toFixed(p.samplesPerSecond < 10 ? 1 : 0) + ' samples/s');
+    if (p.etaSeconds != null) parts.push('eta ' + age(p.etaSeconds * 1000));
+    return parts.join(' · ');
+  }
   function jobColor(id) { return 'hsl(' + hue(String(id)) + ' 62% 47%)'; }
   function jobLabel(id) {
     var job = state.jobs[id];
@@ -89,7 +98,7 @@ export const DASHBOARD_SCRIPT = String.raw`
   }
   function request(spec) {
     var r = spec.resources || {};
-    if (r.profile) return r.profile;
+    if (r.profile) return typeof r.profile === 'object' ? r.profile.atLeast + ' or more' : r.profile;
     if (r.memory != null) return r.memory + ' GiB';
     if (r.gpus != null) return r.gpus + (r.gpus === 1 ? ' GPU' : ' GPUs');
     return '';
@@ -201,6 +210,7 @@ export const DASHBOARD_SCRIPT = String.raw`
         el('span', { className: 'qname', text: job.spec.name }),
         el('span', { className: 'req ' + (job.spec.priority === 'background' ? 'bg' : 'fg'), text: request(job.spec) + (job.spec.priority === 'background' ? ' · bg' : '') }),
         el('span', { className: 'wait', title: 'waiting', text: age(now - job.submittedAt) }),
+        job.pending ? el('span', { className: 'why', text: job.pending }) : null,
       ]));
     });
   }
@@ -208,7 +218,7 @@ export const DASHBOARD_SCRIPT = String.raw`
   function renderJobs() {
     var body = clear($('jobs').tBodies[0]);
     if (!state.recent.length) {
-      body.appendChild(el('tr', {}, [el('td', { colspan: '10', className: 'empty', text: 'no jobs yet: submit one with migpool submit FILE' })]));
+      body.appendChild(el('tr', {}, [el('td', { colspan: '11', className: 'empty', text: 'no jobs yet: submit one with migpool submit FILE' })]));
       return;
     }
     var now = Date.now();
@@ -224,6 +234,7 @@ export const DASHBOARD_SCRIPT = String.raw`
         el('td', { text: age(now - job.submittedAt) + ' ago' }),
         el('td', { text: runtime(job) }),
         el('td', { text: job.exitCode == null ? '' : String(job.exitCode) }),
+        el('td', { className: 'note', text: job.state === 'queued' ? (job.pending || '') : progressText(job) }),
       ]));
     });
   }
@@ -288,7 +299,9 @@ export const DASHBOARD_SCRIPT = String.raw`
       fact('priority', job.spec.priority),
       fact('placement', placement(job.placement)),
       fact('devices', job.placement ? job.placement.devices.join(', ') : ''),
-      fact('attempt', job.attempt + (job.spec.retries ? ' of ' + (job.spec.retries + 1) : '')),
+      fact('attempt', job.attempt + (job.spec.retries ? ' of ' + (job.spec.retries + 1) : '') + (job.preemptions ? ' (' + job.preemptions + ' preempted)' : '')),
+      fact('waiting', job.state === 'queued' ? (job.pending || '') : ''),
+      fact('progress', progressText(job)),
       fact('submitted', fmt(job.submittedAt)),
       fact('started', fmt(job.startedAt)),
       fact('ended', fmt(job.endedAt)),

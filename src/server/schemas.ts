@@ -124,6 +124,25 @@ export const jobRecordSchema: JsonSchema = {
     reason: { type: ['string', 'null'] },
     cancelRequested: { type: 'boolean' },
     preemptions: { type: 'integer', description: 'attempts the service stopped to move the job (they do not count against retries)' },
+    pending: { type: ['string', 'null'], description: 'why a queued job waits, in words (the policy says, or the generic explanation)' },
+    progress: {
+      anyOf: [
+        { type: 'null' },
+        {
+          type: 'object',
+          required: ['samples', 'total', 'fraction', 'samplesPerSecond', 'etaSeconds', 'updatedAt'],
+          description: 'what a running job last reported on stdout ({"migpool_samples": N, "migpool_total": T})',
+          properties: {
+            samples: { type: 'number' },
+            total: { type: ['number', 'null'] },
+            fraction: { type: ['number', 'null'], description: 'samples / total' },
+            samplesPerSecond: { type: ['number', 'null'], description: 'over the last minute of reports' },
+            etaSeconds: { type: ['number', 'null'], description: 'seconds until total at that speed' },
+            updatedAt: { type: 'number', description: 'ms since the Unix epoch' },
+          },
+        },
+      ],
+    },
   },
 };
 

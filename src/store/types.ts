@@ -91,6 +91,20 @@ export interface JobRecord {
    * `retries`). Absent in records written before schema version 2: read as 0.
    */
   readonly preemptions?: number;
+  /** Set by the service, never stored: why a queued job waits, in words. */
+  readonly pending?: string | null;
+  /** Set by the service, never stored: what a running job last reported of its progress. */
+  readonly progress?: JobProgressView | null;
+}
+
+/** A running job's progress as the service read it from the job's progress lines. */
+export interface JobProgressView {
+  readonly samples: number;
+  readonly total: number | null;
+  readonly fraction: number | null;
+  readonly samplesPerSecond: number | null;
+  readonly etaSeconds: number | null;
+  readonly updatedAt: number;
 }
 
 /** Fields `updateJob` may change (undefined: unchanged; null: cleared). */
