@@ -234,6 +234,21 @@ export class PoolServiceImpl implements PoolService {
     });
   }
 
+  async preempt(id: string): Promise<JobRecord | null> {
+    const found = await this.getJob(id);
+    if (!found) return null;
+    return this.locked(async () => {
+      const rec = this.active.get(id);
+      if (!rec || rec.state !== 'running') throw new MigpoolError('CHECK_FAILED', `job ${id} is ${rec?.state ?? found.state}, not running: only a running job can be preempted`);
+      if (this.specs.get(id)?.preemptible !== true) throw new MigpoolError('CHECK_FAILED', `job ${id} may not be moved: its spec does not say preemptible: true`);
+      if (rec.cancelRequested || rec.reason === 'preempting') return this.withStatus(rec);
+      const marked = await this.update(rec, { reason: 'preempting' });
+      await this.event({ type: 'job-preempting', jobId: id, data: { attempt: rec.attempt, preemptions: rec.preemptions ?? 0, by: 'operator' } });
+      await this.o.executor.cancel(id);
+      return this.withStatus(marked);
+    });
+  }
+
   async readLog(id: string, stream: 'stdout' | 'stderr', offset: number, limit = 65536): Promise<LogChunk | null> {
     const rec = await this.getJob(id);
     if (!rec) return null;

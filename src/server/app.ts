@@ -289,6 +289,13 @@ export async function buildServer(opts: ServerOptions): Promise<FastifyInstance>
     return redacted(job);
   });
 
+  app.post<{ Params: { id: string } }>('/v1/jobs/:id/preempt', { schema: { params: jobIdParamsSchema, response: { 200: jobRecordSchema, ...errorResponses } } }, async (request) => {
+    if (!service.preempt) throw new ApiError(501, 'NOT_IMPLEMENTED', 'this service cannot preempt jobs');
+    const job = await service.preempt(request.params.id);
+    if (job === null) throw notFound(`no job ${request.params.id} to preempt: list the jobs with GET /v1/jobs (or \`migpool jobs\`)`);
+    return redacted(job);
+  });
+
   app.get<{ Params: { id: string }; Querystring: { stream: 'stdout' | 'stderr'; offset: number; limit?: number } }>(
     '/v1/jobs/:id/logs',
     { schema: { params: jobIdParamsSchema, querystring: logQuerySchema, response: { 200: logChunkSchema, ...errorResponses } } },

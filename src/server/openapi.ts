@@ -125,6 +125,14 @@ export function openApiDocument(version: string): Record<string, unknown> {
           responses: { '200': json('JobRecord', 'The job after the request.'), ...errors, ...unauthorized },
         },
       },
+      '/v1/jobs/{id}/preempt': {
+        post: {
+          operationId: 'preemptJob',
+          summary: 'Stop a running job whose spec says preemptible: true and requeue it (it resumes from its checkpoint)',
+          parameters: [idParameter],
+          responses: { '200': json('JobRecord', 'The job, being stopped.'), '409': json('Error', 'The job is not running, or may not be moved.'), ...errors, ...unauthorized },
+        },
+      },
       '/v1/jobs/{id}/logs': {
         get: {
           operationId: 'readJobLog',

@@ -13,6 +13,12 @@ export interface PoolService {
   /** Cancels a queued job at once, or asks a running one to stop. Null when no such job. */
   cancel(id: string): Promise<JobRecord | null>;
   /**
+   * An operator's preemption: stops a running job whose spec allows it (`preemptible: true`) and
+   * requeues it (SIGTERM, SIGKILL after its grace; its next attempt resumes from its checkpoint).
+   * Null when no such job; CHECK_FAILED when the job is not running or not preemptible.
+   */
+  preempt?(id: string): Promise<JobRecord | null>;
+  /**
    * Reads an attempt's log from byte `offset` (at most `limit` bytes, default 64 KiB). `done`
    * when the job is in a final state and the end of the file was reached. Null when no such job.
    */
