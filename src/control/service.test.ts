@@ -41,12 +41,14 @@ interface OpenExtras {
   readonly gpu?: (p: GpuPort) => GpuPort;
   readonly minRunBeforePreemptSeconds?: number;
   readonly log?: (line: string) => void;
+  readonly store?: (s: Store) => Store;
 }
 
 async function open(dataDir: string, policy: string | Policy = 'migpool', machine?: SimulatedMachine, extras: OpenExtras = {}): Promise<{ service: PoolServiceImpl; store: Store; machine: SimulatedMachine }> {
   const m = machine ?? SimulatedMachine.create(parseSimulateSpec('1xA100-SXM4-40GB'), 1, '1xA100-SXM4-40GB');
-  const store = await openSqliteStore(join(dataDir, 'migpool.db'));
-  await store.init();
+  const real = await openSqliteStore(join(dataDir, 'migpool.db'));
+  await real.init();
+  const store = extras.store ? extras.store(real) : real;
   const local = createLocalExecutor({ pollMs: 50, graceSeconds: 1 });
   const port = new SimulatedGpuPort(m);
   const service = new PoolServiceImpl({
@@ -330,6 +332,30 @@ describe('the live service', () => {
     expect(p).toMatchObject({ samples: 500, total: 1000, fraction: 0.5 });
     expect(service.progressOf(a.id)).toMatchObject({ fraction: 0.5 });
     expect((await service.listJobs({ states: ['queued'] }))[0]?.pending).toBeTruthy();
+  });
+
+  it('an end the store could not record (disk full) is recorded later: the job never stays running', async () => {
+    const dir = tempDir();
+    let failNext = false;
+    const flaky = (st: Store): Store =>
+      Object.assign(Object.create(Object.getPrototypeOf(st) as object) as Store, st, {
+        init: () => st.init(),
+        close: () => st.close(),
+        updateJob: async (...args: Parameters<Store['updateJob']>) => {
+          if (failNext && args[2].state === 'succeeded') {
+            failNext = false;
+            throw new Error('SQLITE_FULL: database or disk is full');
+          }
+          return st.updateJob(...args);
+        },
+      });
+    const { service } = await open(dir, 'exclusive', undefined, { store: flaky });
+    failNext = true;
+    const a = await service.submit({ name: 'full', command: [node, '-e', 'setTimeout(() => {}, 300)'] });
+    expect(await until(service, a.id, ['succeeded', 'failed'], 10_000)).toMatchObject({ state: 'succeeded', attempt: 1 });
+    expect(failNext).toBe(false);
+    const b = await service.submit({ name: 'next', command: [node, '-e', '0'] });
+    expect((await until(service, b.id, ['succeeded', 'failed'])).state).toBe('succeeded');
   });
 
   it('refuses at submit what the runner could never start or what no GPU here holds', async () => {

@@ -68,6 +68,8 @@ interface GpuEntry {
 const RECENT = 1000;
 const TIMELINE = 720;
 const THROUGHPUT_WINDOW_MS = 120_000;
+/** Queued jobs' reasons are computed at most this often (ms): they are read by people. */
+const EXPLAIN_EVERY_MS = 1000;
 
 /**
  * `migpool serve`'s core: the live loop. On every event (submission, job end, cancel, timer) the
@@ -108,6 +110,7 @@ export class PoolServiceImpl implements PoolService {
   /** Progress lines read from running jobs' stdout logs. */
   private readonly progress = new ProgressReader();
   private readingProgress = false;
+  private explainedAt = -Infinity;
   /** Jobs whose refused preemption was logged already (once per job and reason). */
   private readonly refusalsLogged = new Map<string, string>();
   readonly startedAt: number;
@@ -127,7 +130,11 @@ export class PoolServiceImpl implements PoolService {
     this.startedAt = this.o.now();
     this.o.executor.onExit((r) => {
       this.exitsSeen.set(r.jobId, r);
-      void this.locked(() => this.settle(r)).then(() => this.schedule());
+      // A failed settle (logged by locked) is retried by the next pass: schedule one either way.
+      void this.locked(() => this.settle(r)).then(
+        () => this.schedule(),
+        () => this.schedule(),
+      );
     });
   }
 
@@ -330,6 +337,16 @@ export class PoolServiceImpl implements PoolService {
   /** One scheduling pass: the policy decides until it has nothing more to do (at most 8 rounds). */
   private async pass(): Promise<void> {
     const t0 = performance.now();
+    // Ends not yet written (the store failed, e.g. a full disk): settle them first, so that a job
+    // that ended never stays running, nor its slice held.
+    for (const r of [...this.exitsSeen.values()]) {
+      try {
+        await this.settle(r);
+      } catch (e) {
+        this.o.log?.(`job ${r.jobId}: its end could not be recorded yet (${e instanceof Error ? e.message.split('\n')[0] : String(e)}); retrying`);
+        return;
+      }
+    }
     for (let round = 0; round < 8; round++) {
       const view = this.view();
       let decisions: Decision[];
@@ -519,9 +536,12 @@ export class PoolServiceImpl implements PoolService {
 
   /** An attempt ended: success, cancel, preemption (requeue), or failure (retry or fail). */
   private async settle(r: ExitReport): Promise<void> {
-    if (this.exitsSeen.get(r.jobId) === r) this.exitsSeen.delete(r.jobId);
+    const done = () => {
+      if (this.exitsSeen.get(r.jobId) === r) this.exitsSeen.delete(r.jobId);
+    };
     const rec = this.active.get(r.jobId);
-    if (!rec || rec.attempt !== r.attempt || (rec.state !== 'running' && rec.state !== 'starting')) return;
+    if (!rec || rec.attempt !== r.attempt || (rec.state !== 'running' && rec.state !== 'starting')) return done();
+    // Forgotten only once written: when the store cannot take it (a full disk), every pass tries again.
     await this.endAttempt(rec, {
       exitCode: r.exitCode,
       reason:
@@ -537,6 +557,7 @@ export class PoolServiceImpl implements PoolService {
       failure: r.reason !== 'exited' || r.exitCode !== 0,
       stopped: r.reason === 'cancelled',
     });
+    done();
   }
 
   private async endAttempt(rec: JobRecord, how: { exitCode: number | null; reason: string | null; failure: boolean; stopped?: boolean }): Promise<void> {
@@ -694,6 +715,9 @@ export class PoolServiceImpl implements PoolService {
       this.pending = new Map();
       return;
     }
+    // Words for people: once a second is fresh enough, and keeps passes cheap under a long queue.
+    if (this.o.now() - this.explainedAt < EXPLAIN_EVERY_MS) return;
+    this.explainedAt = this.o.now();
     const view = this.view();
     const reasons = explainPending(view, this.ctx);
     let own: ReadonlyMap<string, string> | undefined;
