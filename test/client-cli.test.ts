@@ -228,6 +228,17 @@ describe('migpool cancel', () => {
     expect(JSON.parse((await run('cancel', '2', '--data-dir', dataDir, '--json')).out)).toMatchObject({ id: '2', cancelRequested: true });
     expect((await run('cancel', '9', '--data-dir', dataDir)).code).toBe(2);
   });
+
+  it('preempts a running job whose spec allows it, and refuses others in one line', async () => {
+    await fake.submit({ name: 'mover', command: ['python'], preemptible: true });
+    await fake.submit({ name: 'stayer', command: ['python'] });
+    fake.startJob('1', 0, 4);
+    fake.startJob('2', 0, 0);
+    expect((await run('preempt', '1', '--data-dir', dataDir)).out).toBe('asked job 1 (mover) to stop; it will be requeued\n');
+    const refused = await run('preempt', '2', '--data-dir', dataDir);
+    expect(refused.code).toBe(1);
+    expect(refused.err).toBe('migpool: job 2 may not be moved: its spec does not say preemptible: true\n');
+  });
 });
 
 describe('finding the service', () => {

@@ -1,5 +1,5 @@
 import { parseJobSpec } from '../src/control/job-spec.js';
-import { badInput } from '../src/errors.js';
+import { badInput, MigpoolError } from '../src/errors.js';
 import type { GpuSnapshot, LogChunk, PoolService, ServiceStats } from '../src/server/service-port.js';
 import { FINAL_STATES, type EventRecord, type EventType, type JobFilter, type JobPlacement, type JobRecord } from '../src/store/types.js';
 
@@ -77,6 +77,15 @@ export class FakePoolService implements PoolService {
     if (FINAL_STATES.includes(job.state)) return job;
     if (job.state === 'queued') return this.update(id, { state: 'cancelled', endedAt: this.now, reason: 'cancelled while queued' }, 'job-finished');
     return this.update(id, { cancelRequested: true }, 'job-cancel-requested');
+  }
+
+  /** As the service: a running job whose spec allows it is marked for its move; others are refused. */
+  async preempt(id: string): Promise<JobRecord | null> {
+    const job = this.jobs.get(id);
+    if (!job) return null;
+    if (job.state !== 'running') throw new MigpoolError('CHECK_FAILED', `job ${id} is ${job.state}, not running: only a running job can be preempted`);
+    if (job.spec.preemptible !== true) throw new MigpoolError('CHECK_FAILED', `job ${id} may not be moved: its spec does not say preemptible: true`);
+    return this.update(id, { reason: 'preempting' }, 'job-preempting');
   }
 
   async readLog(id: string, stream: 'stdout' | 'stderr', offset: number, limit = 64 * 1024): Promise<LogChunk | null> {

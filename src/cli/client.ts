@@ -92,6 +92,11 @@ export class ServiceClient {
     return this.request<JobRecord>('POST', `/v1/jobs/${encodeURIComponent(id)}/cancel`);
   }
 
+  /** Asks the service to move a running preemptible job (stop it; it is requeued and resumes). */
+  preempt(id: string): Promise<JobRecord> {
+    return this.request<JobRecord>('POST', `/v1/jobs/${encodeURIComponent(id)}/preempt`);
+  }
+
   readLog(id: string, stream: 'stdout' | 'stderr', offset: number): Promise<LogChunk> {
     return this.request<LogChunk>('GET', `/v1/jobs/${encodeURIComponent(id)}/logs?stream=${stream}&offset=${offset}`);
   }
@@ -127,6 +132,7 @@ export class ServiceClient {
     if (res.status === 401) {
       throw badInput(`the migpool service at ${this.url} refused the token from ${this.tokenWhere}: pass --token with the token in the service's data dir, or --data-dir with that directory`, details);
     }
+    if (res.status === 409) throw new MigpoolError('CHECK_FAILED', message, details);
     if (res.status >= 400 && res.status < 500) throw badInput(message, details);
     throw new MigpoolError('RUNTIME', `the migpool service at ${this.url} failed: ${message}`, details);
   }

@@ -234,6 +234,15 @@ export function registerClient(program: Command, io: Io): void {
       if (pending !== '') io.out(pending);
     });
 
+  withServiceOptions(program.command('preempt').description('stop a running job whose spec says preemptible: true; it is requeued and resumes from its checkpoint').argument('<id>', 'job id'))
+    .option('--json', 'print the job as JSON')
+    .action(async (id: string, opts: ConnectOptions & { json?: boolean }) => {
+      const client = await ServiceClient.connect(opts);
+      const job = await client.preempt(id);
+      if (opts.json) return writeJson(io, job);
+      io.out(`asked job ${job.id} (${job.spec.name}) to stop; it will be requeued`);
+    });
+
   withServiceOptions(program.command('cancel').description('cancel a queued job, or stop a running one').argument('<id>', 'job id'))
     .option('--json', 'print the job as JSON')
     .action(async (id: string, opts: ConnectOptions & { json?: boolean }) => {
