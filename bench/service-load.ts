@@ -15,14 +15,15 @@ export const LOAD_TARGET_PER_MINUTE = 600;
 /**
  * Jobs completed per minute by the live service under load: `queued` jobs of `sleep 1` (real
  * processes, the local executor and its runner), queued at once on 2 simulated A100-40GB cut
- * 7x1g.5gb (policy static:7x1g.5gb), counted over `windowSeconds` after the first completion.
+ * 7x1g.5gb (policy static:7x1g.5gb unless `policy` names another), counted over `windowSeconds`
+ * after the first completion.
  */
-export async function serviceLoad(queued = 10_000, windowSeconds = 60): Promise<{ perMinute: number; completed: number; seconds: number }> {
+export async function serviceLoad(queued = 10_000, windowSeconds = 60, policy = 'static:7x1g.5gb'): Promise<{ perMinute: number; completed: number; seconds: number }> {
   const dir = mkdtempSync(join(tmpdir(), 'migpool-bench-load-'));
   const store = openSqliteStore(join(dir, 'migpool.db'));
   await store.init();
   const machine = SimulatedMachine.create(parseSimulateSpec('2xA100-SXM4-40GB'), 1, '2xA100-SXM4-40GB');
-  const service = new PoolServiceImpl({ store, executor: createLocalExecutor({ graceSeconds: 1 }), gpu: new SimulatedGpuPort(machine), policy: parsePolicy('static:7x1g.5gb'), dataDir: dir });
+  const service = new PoolServiceImpl({ store, executor: createLocalExecutor({ graceSeconds: 1 }), gpu: new SimulatedGpuPort(machine), policy: parsePolicy(policy), dataDir: dir });
   const done = async () => (await store.countJobs()).filter((c) => c.state === 'succeeded' || c.state === 'failed').reduce((n, c) => n + c.count, 0);
   try {
     await service.start();

@@ -210,6 +210,38 @@ describe('the live service', () => {
     expect(dirs).toEqual([join(dir, 'jobs', bg.id, 'checkpoint'), join(dir, 'jobs', bg.id, 'checkpoint')]);
   });
 
+  it('a job placed where a preempted job still stops waits for it: never two jobs on one GPU', async () => {
+    const dir = tempDir();
+    const eager: Policy = {
+      name: 'eager',
+      decide(view): Decision[] {
+        const gpu = view.gpus[0]!;
+        const fg = view.queue.find((j) => j.priority === 'foreground');
+        const holder = gpu.wholeGpuJobs[0];
+        if (holder !== undefined && fg && view.running.get(holder)?.spec.priority === 'background') {
+          return [
+            { kind: 'preempt', job: holder },
+            { kind: 'start-on-gpus', job: fg.id, gpus: [0], sharing: 'exclusive' },
+          ];
+        }
+        const next = holder === undefined ? (fg ?? view.queue[0]) : undefined;
+        return next ? [{ kind: 'start-on-gpus', job: next.id, gpus: [0], sharing: 'exclusive' }] : [];
+      },
+    };
+    const { service } = await open(dir, eager, undefined, { minRunBeforePreemptSeconds: 0 });
+    // The background job takes a while to stop (it checkpoints on SIGTERM).
+    const bg = await service.submit({ name: 'bg', priority: 'background', preemptible: true, command: [node, '-e', 'process.on("SIGTERM", () => setTimeout(() => process.exit(143), 600)); setTimeout(() => {}, 1500)'] });
+    await until(service, bg.id, ['running']);
+    await new Promise((r) => setTimeout(r, 300));
+    const fg = await service.submit({ name: 'fg', command: [node, '-e', '0'] });
+    await until(service, fg.id, ['succeeded']);
+    const events = (await service.events(0)).filter((e) => e.jobId !== null);
+    const requeued = events.findIndex((e) => e.jobId === bg.id && e.type === 'job-requeued');
+    const fgStarted = events.findIndex((e) => e.jobId === fg.id && e.type === 'job-starting');
+    expect(requeued).toBeGreaterThanOrEqual(0);
+    expect(fgStarted).toBeGreaterThan(requeued);
+  });
+
   it('never preempts a job whose spec does not allow it: the foreground job waits, the background one runs once', async () => {
     const dir = tempDir();
     const lines: string[] = [];

@@ -459,6 +459,8 @@ export class PoolServiceImpl implements PoolService {
         const inst = g.current.instances.find((i) => i.start === d.start);
         const uuid = g.ciUuids.get(d.start);
         if (!inst || !uuid) throw new MigpoolError('RUNTIME', `GPU ${g.index} has no instance at ${d.start} for job ${d.job}`);
+        // Still held (a preempted job stops within its grace period): the next pass places the job.
+        if (this.occupants().instances.has(`${g.index}|${d.start}`)) return false;
         const spec = this.specs.get(rec.id);
         if (spec?.exactProfile === true && spec.profile !== inst.profile.name) throw new MigpoolError('RUNTIME', `policy starts job ${rec.id}, which asks for exactly ${spec.profile}, on a ${inst.profile.name} slice; refused`);
         await this.launch(rec, { kind: 'instance', gpu: g.index, start: d.start, profile: inst.profile.name, devices: [uuid] });
@@ -471,6 +473,12 @@ export class PoolServiceImpl implements PoolService {
         if (gs.some((g) => !g)) throw new MigpoolError('RUNTIME', `policy named GPUs ${d.gpus.join(',')}, which the view does not have`);
         const spec = this.specs.get(rec.id);
         if (spec?.exactProfile === true) throw new MigpoolError('RUNTIME', `policy starts job ${rec.id}, which asks for exactly a ${spec.profile} slice, on whole GPUs; refused`);
+        // Still held (a preempted job stops within its grace period): the next pass places the job.
+        const occ = this.occupants();
+        const held = (g: GpuEntry) =>
+          g.current.instances.some((i) => occ.instances.has(`${g.index}|${i.start}`)) ||
+          ((occ.whole.get(g.index) ?? []).length > 0 && (d.sharing === 'exclusive' || occ.sharing.get(g.index) !== d.sharing));
+        if (gs.some((g) => held(g!))) return false;
         await this.launch(rec, { kind: 'gpus', gpus: gs.map((g) => g!.index), sharing: d.sharing, devices: gs.map((g) => g!.uuid) });
         return true;
       }
