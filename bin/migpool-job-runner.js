@@ -121,12 +121,23 @@ let giveUpAt = null;
 let finished = false;
 const timers = new Set();
 
+// Node's timers hold at most 2^31-1 ms (about 24.8 days); a longer delay fires after 1 ms with a
+// TimeoutOverflowWarning (https://nodejs.org/api/timers.html#settimeoutcallback-delay-args).
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/** Runs `fn` after `ms` milliseconds, however long: waits longer than a Node timer holds are chained. */
 function later(ms, fn) {
-  const timer = setTimeout(() => {
-    timers.delete(timer);
-    fn();
-  }, ms);
-  timers.add(timer);
+  const deadline = Date.now() + ms;
+  const arm = (wait) => {
+    const timer = setTimeout(() => {
+      timers.delete(timer);
+      const left = deadline - Date.now();
+      if (left > 0) arm(Math.min(left, MAX_TIMER_MS));
+      else fn();
+    }, wait);
+    timers.add(timer);
+  };
+  arm(Math.min(ms, MAX_TIMER_MS));
 }
 
 function finish() {
@@ -200,12 +211,18 @@ if (!isDirectory(launch.workdir)) {
   cannotStart(127, `cannot start ${command[0]}: workdir ${launch.workdir} does not exist or is not a directory`);
 }
 
-const child = spawn(command[0], command.slice(1), {
-  cwd: launch.workdir,
-  env: { ...process.env, ...launch.env },
-  stdio: ['ignore', 'inherit', 'inherit'],
-  detached: true,
-});
+let child;
+try {
+  child = spawn(command[0], command.slice(1), {
+    cwd: launch.workdir,
+    env: { ...process.env, ...launch.env },
+    stdio: ['ignore', 'inherit', 'inherit'],
+    detached: true,
+  });
+} catch (error) {
+  // Node refuses some arguments before any system call (a NUL byte in the command or the environment).
+  cannotStart(126, `cannot start ${command[0]}: ${String(error.message).split('\n')[0]} (${error.code ?? 'error'})`);
+}
 
 child.on('error', (error) => {
   if (child.pid !== undefined || result) return;

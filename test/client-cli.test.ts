@@ -148,23 +148,29 @@ describe('migpool jobs', () => {
     fake.finishJob('2', 3);
   });
 
-  it('prints a table, oldest first', async () => {
+  it('prints a table, newest first', async () => {
     const r = await run('jobs', '--data-dir', dataDir);
     expect(r.code).toBe(0);
     const lines = r.out.trimEnd().split('\n');
-    expect(lines[0]).toMatch(/^ID\s+NAME\s+STATE\s+PRIORITY\s+PLACEMENT\s+ATTEMPT\s+SUBMITTED\s+STARTED\s+ENDED\s+EXIT$/);
-    expect(lines[1]).toMatch(/^1\s+resnet\s+running\s+foreground\s+gpu 0 3g\.20gb@4\s+1\s+\S+ ago\s+1m ago\s+-\s+-$/);
-    expect(lines[2]).toMatch(/^2\s+tiny\s+failed\s+background\s+gpu 0 1g\.5gb@0\s+1\s+\S+ ago\s+1m ago\s+30s ago\s+3$/);
-    expect(lines[3]).toMatch(/^3\s+waiting\s+queued\s+foreground\s+-\s+0\s+\S+ ago\s+-\s+-\s+-$/);
+    expect(lines[0]).toMatch(/^ID\s+NAME\s+STATE\s+PRIORITY\s+PLACEMENT\s+ATTEMPT\s+SUBMITTED\s+STARTED\s+ENDED\s+EXIT\s+NOTE$/);
+    expect(lines[3]).toMatch(/^1\s+resnet\s+running\s+foreground\s+gpu 0 3g\.20gb@4\s+1\s+\S+ ago\s+1m ago\s+-\s+-\s+-$/);
+    expect(lines[2]).toMatch(/^2\s+tiny\s+failed\s+background\s+gpu 0 1g\.5gb@0\s+1\s+\S+ ago\s+1m ago\s+30s ago\s+3\s+-$/);
+    expect(lines[1]).toMatch(/^3\s+waiting\s+queued\s+foreground\s+-\s+0\s+\S+ ago\s+-\s+-\s+-\s+-$/);
+    expect(lines).toHaveLength(4);
   });
 
   it('filters by state and priority, limits, and prints JSON', async () => {
     const states = await run('jobs', '--data-dir', dataDir, '--state', 'queued,running', '--json');
-    expect((JSON.parse(states.out) as { jobs: { id: string }[] }).jobs.map((j) => j.id)).toEqual(['1', '3']);
+    expect((JSON.parse(states.out) as { jobs: { id: string }[] }).jobs.map((j) => j.id)).toEqual(['3', '1']);
     const bg = await run('jobs', '--data-dir', dataDir, '--priority', 'background', '--json');
     expect((JSON.parse(bg.out) as { jobs: { id: string }[] }).jobs.map((j) => j.id)).toEqual(['2']);
     const latest = await run('jobs', '--data-dir', dataDir, '--limit', '2', '--json');
-    expect((JSON.parse(latest.out) as { jobs: { id: string }[] }).jobs.map((j) => j.id)).toEqual(['2', '3']);
+    expect(JSON.parse(latest.out)).toMatchObject({ jobs: [{ id: '3' }, { id: '2' }], next: '2' });
+    const page2 = await run('jobs', '--data-dir', dataDir, '--limit', '2', '--after', '2', '--json');
+    expect(JSON.parse(page2.out)).toMatchObject({ jobs: [{ id: '1' }], next: null });
+    const table = await run('jobs', '--data-dir', dataDir, '--limit', '2');
+    expect(table.out.trimEnd().split('\n').at(-1)).toBe('more: migpool jobs --after 2');
+    expect((await run('jobs', '--data-dir', dataDir, '--after', 'x')).code).toBe(2);
     expect((await run('jobs', '--data-dir', dataDir, '--state', 'done')).err).toBe(
       'migpool: --state \'done\' is not a job state: use one or more of queued, starting, running, succeeded, failed, cancelled, separated by commas\n',
     );
@@ -221,6 +227,17 @@ describe('migpool cancel', () => {
     expect((await run('cancel', '2', '--data-dir', dataDir)).out).toBe('asked job 2 (running-one) to stop: it is running\n');
     expect(JSON.parse((await run('cancel', '2', '--data-dir', dataDir, '--json')).out)).toMatchObject({ id: '2', cancelRequested: true });
     expect((await run('cancel', '9', '--data-dir', dataDir)).code).toBe(2);
+  });
+
+  it('preempts a running job whose spec allows it, and refuses others in one line', async () => {
+    await fake.submit({ name: 'mover', command: ['python'], preemptible: true });
+    await fake.submit({ name: 'stayer', command: ['python'] });
+    fake.startJob('1', 0, 4);
+    fake.startJob('2', 0, 0);
+    expect((await run('preempt', '1', '--data-dir', dataDir)).out).toBe('asked job 1 (mover) to stop; it will be requeued\n');
+    const refused = await run('preempt', '2', '--data-dir', dataDir);
+    expect(refused.code).toBe(1);
+    expect(refused.err).toBe('migpool: job 2 may not be moved: its spec does not say preemptible: true\n');
   });
 });
 

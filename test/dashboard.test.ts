@@ -67,7 +67,8 @@ describe.skipIf(!haveChromium)('dashboard in chromium', () => {
     }
   });
 
-  async function open(path = '/'): Promise<Page> {
+  /** Every read needs the token: the dashboard is opened as /?token=... (kept in the tab, dropped from the address). */
+  async function open(path = `/?token=${TOKEN}`): Promise<Page> {
     const page = await context.newPage();
     const errors: string[] = [];
     page.on('pageerror', (e) => errors.push(e.message));
@@ -122,8 +123,7 @@ describe.skipIf(!haveChromium)('dashboard in chromium', () => {
     await expect.poll(() => page.locator('#log').textContent()).toContain('epoch 3/90');
     await page.locator('#tab-stderr').click();
     await expect.poll(() => page.locator('#log').textContent()).toBe('warning: cudnn benchmark off\n');
-    expect(await page.locator('#d-cancel').isDisabled()).toBe(true);
-    expect(await page.locator('#d-note').textContent()).toContain('?token=');
+    expect(await page.locator('#d-cancel').isDisabled()).toBe(false);
     await page.screenshot({ path: join(tmpdir(), 'migpool-dashboard-details.png') });
     await page.close();
   });
@@ -160,6 +160,47 @@ describe.skipIf(!haveChromium)('dashboard in chromium', () => {
     await page.locator('#d-cancel').click();
     await expect.poll(() => page.locator('#jobs tbody tr[data-job="5"] .state').textContent()).toBe('cancelled');
     expect(cancelled).toEqual(['5']);
+    await page.close();
+  });
+
+  it('without the token, shows no job, no env and no log, and says how to open it', async () => {
+    const page = await context.newPage();
+    const answers: number[] = [];
+    page.on('response', (r) => {
+      if (r.url().includes('/v1/')) answers.push(r.status());
+    });
+    await page.goto(`${url}/`);
+    await page.waitForSelector('#need-token:not([hidden])');
+    expect(await page.locator('#need-token').textContent()).toContain('?token=');
+    expect(await page.locator('#jobs tbody tr').count()).toBe(0);
+    expect(answers.length).toBeGreaterThan(0);
+    expect(answers.every((s) => s === 401)).toBe(true);
+    await page.close();
+  });
+
+  it('says why a queued job waits and how a running job is doing', async () => {
+    const queued = fake.jobs.get('4')!;
+    const running = fake.jobs.get('1')!;
+    fake.jobs.set('4', { ...queued, pending: 'waiting for a 2g.10gb slice (held by job 9)' });
+    fake.jobs.set('1', { ...running, progress: { samples: 4500, total: 10_000, fraction: 0.45, samplesPerSecond: 1200, etaSeconds: 190, updatedAt: Date.now() } });
+    const page = await open();
+    expect(await page.locator('#queue li[data-job="4"] .why').textContent()).toBe('waiting for a 2g.10gb slice (held by job 9)');
+    expect(await page.locator('#jobs tbody tr[data-job="1"] td.note').textContent()).toBe('45% · 1200 samples/s · eta 3m 10s');
+    await page.locator('#jobs tbody tr[data-job="1"]').click();
+    await page.waitForSelector('#details:not([hidden])');
+    expect(await page.locator('#d-facts').textContent()).toContain('progress45% · 1200 samples/s · eta 3m 10s');
+    await page.screenshot({ path: join(tmpdir(), 'migpool-dashboard-progress.png') });
+    fake.jobs.set('4', queued);
+    fake.jobs.set('1', running);
+    await page.close();
+  });
+
+  it('shows a GPU whose re-partitions fail, with the error and the back-off', async () => {
+    fake.repartitionFailure = { gpu: 1, failures: 3, error: 'In use by another client', retryAt: Date.now() + 20_000 };
+    const page = await open();
+    const text = await page.locator('.gpu[data-gpu="1"] .gpu-failure').textContent();
+    expect(text).toMatch(/re-partition failed 3× in a row: In use by another client \(next try in (1\d|20)s\)/);
+    fake.repartitionFailure = null;
     await page.close();
   });
 });

@@ -1,5 +1,5 @@
 import { parseJobSpec } from '../src/jobs/job-spec.js';
-import { badInput } from '../src/errors.js';
+import { badInput, MigpoolError } from '../src/errors.js';
 import type { GpuSnapshot, LogChunk, PoolService, ServiceStats } from '../src/control/service-port.js';
 import { FINAL_STATES, type EventRecord, type EventType, type JobFilter, type JobPlacement, type JobRecord } from '../src/store/types.js';
 
@@ -79,6 +79,15 @@ export class FakePoolService implements PoolService {
     return this.update(id, { cancelRequested: true }, 'job-cancel-requested');
   }
 
+  /** As the service: a running job whose spec allows it is marked for its move; others are refused. */
+  async preempt(id: string): Promise<JobRecord | null> {
+    const job = this.jobs.get(id);
+    if (!job) return null;
+    if (job.state !== 'running') throw new MigpoolError('CHECK_FAILED', `job ${id} is ${job.state}, not running: only a running job can be preempted`);
+    if (job.spec.preemptible !== true) throw new MigpoolError('CHECK_FAILED', `job ${id} may not be moved: its spec does not say preemptible: true`);
+    return this.update(id, { reason: 'preempting' }, 'job-preempting');
+  }
+
   async readLog(id: string, stream: 'stdout' | 'stderr', offset: number, limit = 64 * 1024): Promise<LogChunk | null> {
     const job = this.jobs.get(id);
     const logs = this.logs.get(id);
@@ -90,8 +99,12 @@ export class FakePoolService implements PoolService {
     return { text, nextOffset, done: FINAL_STATES.includes(job.state) && nextOffset >= bytes.length };
   }
 
+  /** A GPU whose re-partitions fail, as the service reports it (null: none). */
+  repartitionFailure: { gpu: number; failures: number; error: string; retryAt: number } | null = null;
+
   async gpus(): Promise<GpuSnapshot[]> {
-    return structuredClone(this.gpuList);
+    const f = this.repartitionFailure;
+    return structuredClone(this.gpuList).map((g) => (f && f.gpu === g.index ? { ...g, repartitionFailure: { failures: f.failures, error: f.error, retryAt: f.retryAt } } : g));
   }
 
   subscribe(listener: (event: EventRecord) => void): () => void {

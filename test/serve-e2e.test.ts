@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -14,8 +14,12 @@ let dir: string;
 let proc: ChildProcess | null = null;
 
 function run(...args: string[]): Promise<{ code: number; out: string; err: string }> {
+  return runIn(process.env, ...args);
+}
+
+function runIn(env: NodeJS.ProcessEnv, ...args: string[]): Promise<{ code: number; out: string; err: string }> {
   return new Promise((resolve) => {
-    const child = spawn(node, [BIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(node, [BIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env });
     let out = '';
     let err = '';
     child.stdout.on('data', (d: Buffer) => (out += d.toString()));
@@ -47,7 +51,8 @@ function kill9(): Promise<void> {
 }
 
 async function job(url: string, id: string): Promise<{ state: string; attempt: number; exitCode: number | null }> {
-  return (await (await fetch(`${url}/v1/jobs/${id}`)).json()) as { state: string; attempt: number; exitCode: number | null };
+  const token = readFileSync(join(dir, 'token'), 'utf8').trim();
+  return (await (await fetch(`${url}/v1/jobs/${id}`, { headers: { authorization: `Bearer ${token}` } })).json()) as { state: string; attempt: number; exitCode: number | null };
 }
 
 async function until(url: string, id: string, states: string[], ms = 20_000): Promise<{ state: string; attempt: number; exitCode: number | null }> {
@@ -82,6 +87,7 @@ describe('migpool serve, end to end', () => {
       fetch(`${url}/v1/jobs`, { method: 'POST', headers: { 'content-type': 'application/json', ...(auth ? { authorization: `Bearer ${token}` } : {}) }, body: JSON.stringify(body) });
 
     expect((await post(spec('nope', 0), false)).status).toBe(401);
+    expect((await fetch(`${url}/v1/jobs`)).status).toBe(401);
     const bad = await post({ name: 'bad', command: ['x'], resources: { gpus: 0 } });
     expect(bad.status).toBe(400);
     expect(JSON.stringify(await bad.json())).toMatch(/resources\.gpus/);
@@ -122,5 +128,17 @@ describe('migpool serve, end to end', () => {
     const c = await run('cancel', id2, '--data-dir', dir);
     expect(c.code, c.err).toBe(0);
     expect((await until(url, id2, ['cancelled'])).state).toBe('cancelled');
+  });
+
+  it('demo removes its temporary data dir when it ends (unless --keep-data)', { timeout: 90_000 }, async () => {
+    const tmp = mkdtempSync(join(tmpdir(), 'migpool-demo-tmp-'));
+    try {
+      const r = await runIn({ ...process.env, TMPDIR: tmp }, 'demo', '--jobs', '1', '--seconds', '1', '--exit-when-done', '--json');
+      expect(r.code, r.err).toBe(0);
+      expect(JSON.parse(r.out)).toMatchObject({ dataDir: null, succeeded: 1 });
+      expect(readdirSync(tmp)).toEqual([]);
+    } finally {
+      rmSync(tmp, { recursive: true, force: true });
+    }
   });
 });

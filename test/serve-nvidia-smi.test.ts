@@ -64,7 +64,8 @@ describe('migpool serve through nvidia-smi', () => {
     const { url } = JSON.parse(readFileSync(join(data, 'server.json'), 'utf8')) as { url: string };
     let state = '';
     while (state !== 'succeeded') {
-      state = ((await (await fetch(`${url}/v1/jobs/${id}`)).json()) as { state: string }).state;
+      const token = readFileSync(join(data, 'token'), 'utf8').trim();
+      state = ((await (await fetch(`${url}/v1/jobs/${id}`, { headers: { authorization: `Bearer ${token}` } })).json()) as { state: string }).state;
       if (state === 'failed' || Date.now() - t0 > 40_000) throw new Error(`job ${id} is ${state}: ${log}`);
       await new Promise((r) => setTimeout(r, 100));
     }

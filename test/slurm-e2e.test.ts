@@ -149,7 +149,7 @@ describe.skipIf(!enabled)('Slurm end to end', () => {
       const token = readFileSync(join(data, 'token'), 'utf8').trim();
       const post = async (path: string, body: unknown) =>
         (await (await fetch(`${url}${path}`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify(body) })).json()) as { id: string };
-      const get = async (id: string) => (await (await fetch(`${url}/v1/jobs/${id}`)).json()) as { state: string; exitCode: number | null; reason: string | null };
+      const get = async (id: string) => (await (await fetch(`${url}/v1/jobs/${id}`, { headers: { authorization: `Bearer ${token}` } })).json()) as { state: string; exitCode: number | null; reason: string | null };
       // A whole GPU counts 7 slices (7 CPUs here): the job asks for 1 itself, as the 2-CPU node has no more.
       const oneCpu = { MIGPOOL_SLURM_CPUS: '1' };
       const done = await post('/v1/jobs', { name: 'hello', command: ['sh', '-c', 'echo hello from slurm job $SLURM_JOB_ID'], resources: { gpus: 1 }, env: oneCpu });
@@ -158,7 +158,7 @@ describe.skipIf(!enabled)('Slurm end to end', () => {
         return ['succeeded', 'failed', 'cancelled'].includes(j.state) ? j : null;
       });
       expect(fin).toMatchObject({ state: 'succeeded', exitCode: 0 });
-      const logs = (await (await fetch(`${url}/v1/jobs/${done.id}/logs`)).text());
+      const logs = (await (await fetch(`${url}/v1/jobs/${done.id}/logs`, { headers: { authorization: `Bearer ${token}` } })).text());
       expect(logs).toMatch(/hello from slurm job \d+/);
       const slow = await post('/v1/jobs', { name: 'slow', command: ['sleep', '300'], resources: { gpus: 1 }, env: oneCpu });
       await waitFor('the slow job to run', async () => ((await get(slow.id)).state === 'running' ? true : null));

@@ -66,7 +66,7 @@ export function storeConformance(name: string, open: () => Promise<Store>, optio
         const s = spec('resnet-cifar');
         expect(s).toMatchObject({ env: {}, resources: { gpus: 1 }, priority: 'foreground', retries: 0 });
         const job = await store.insertJob(s, T0);
-        const expected: JobRecord = {
+        const expected: { -readonly [K in keyof JobRecord]: JobRecord[K] } = {
           id: '1',
           spec: s,
           state: 'queued',
@@ -80,8 +80,13 @@ export function storeConformance(name: string, open: () => Promise<Store>, optio
           exitCode: null,
           reason: null,
           cancelRequested: false,
+          preemptions: 0,
         };
         expect(job).toEqual(expected);
+        const moved = await store.updateJob('1', job.version, { preemptions: 2 });
+        expect(moved?.preemptions).toBe(2);
+        expected.version = moved!.version;
+        expected.preemptions = 2;
         expect(Number.isInteger(job.version)).toBe(true);
         expect(await store.getJob('1')).toEqual(expected);
       });

@@ -6,7 +6,9 @@
  *   {"migpool_samples": 25600, "dataset_size": 50000}
  *
  * `migpool_samples` is the number of training samples processed since the job started
- * (cumulative); `dataset_size` (optional, any line) is the samples of one epoch. Any other output
+ * (cumulative); `dataset_size` (optional, any line) is the samples of one epoch; `migpool_total`
+ * (optional, any line) the samples it will process in all (`migpool serve` then shows its progress
+ * and an ETA). Any other output
  * is ignored. Report every few iterations (e.g. every 10 or every second). The runner times the
  * lines itself, drops a warm-up, and measures steady-state samples per second. See
  * examples/train_mig.py for a PyTorch script that speaks it.
@@ -14,6 +16,8 @@
 export interface ProgressReport {
   readonly samples: number;
   readonly datasetSize: number | null;
+  /** `migpool_total` (optional): the samples the job will process in all, so that its progress is known. */
+  readonly total?: number | null;
 }
 
 /** Reads one line of a workload's stdout: a progress report, or null for anything else. */
@@ -24,8 +28,9 @@ export function parseProgressLine(line: string): ProgressReport | null {
     const value = JSON.parse(text) as Record<string, unknown>;
     const samples = value['migpool_samples'];
     const dataset = value['dataset_size'];
+    const total = value['migpool_total'];
     if (typeof samples !== 'number' || !Number.isFinite(samples) || samples < 0) return null;
-    return { samples, datasetSize: typeof dataset === 'number' && dataset > 0 ? dataset : null };
+    return { samples, datasetSize: typeof dataset === 'number' && dataset > 0 ? dataset : null, total: typeof total === 'number' && Number.isFinite(total) && total > 0 ? total : null };
   } catch {
     return null;
   }

@@ -45,7 +45,7 @@ export class ServiceClient {
 
   /**
    * @param url base URL of the service, e.g. `http://127.0.0.1:8470`
-   * @param tokenSource gives the bearer token; called once, on the first call that needs it
+   * @param tokenSource gives the bearer token; called once, on the first call
    * @param tokenWhere where the token came from, for error messages
    */
   constructor(
@@ -92,16 +92,20 @@ export class ServiceClient {
     return this.request<JobRecord>('POST', `/v1/jobs/${encodeURIComponent(id)}/cancel`);
   }
 
+  /** Asks the service to move a running preemptible job (stop it; it is requeued and resumes). */
+  preempt(id: string): Promise<JobRecord> {
+    return this.request<JobRecord>('POST', `/v1/jobs/${encodeURIComponent(id)}/preempt`);
+  }
+
   readLog(id: string, stream: 'stdout' | 'stderr', offset: number): Promise<LogChunk> {
     return this.request<LogChunk>('GET', `/v1/jobs/${encodeURIComponent(id)}/logs?stream=${stream}&offset=${offset}`);
   }
 
   private async request<T>(method: 'GET' | 'POST', path: string, body?: unknown): Promise<T> {
     const headers: Record<string, string> = { accept: 'application/json' };
-    if (method !== 'GET') {
-      this.token ??= this.tokenSource();
-      headers['authorization'] = `Bearer ${await this.token}`;
-    }
+    // Every call needs the token, reads included (jobs carry their env, logs their output).
+    this.token ??= this.tokenSource();
+    headers['authorization'] = `Bearer ${await this.token}`;
     if (body !== undefined) headers['content-type'] = 'application/json';
     let res: Response;
     try {
@@ -128,6 +132,7 @@ export class ServiceClient {
     if (res.status === 401) {
       throw badInput(`the migpool service at ${this.url} refused the token from ${this.tokenWhere}: pass --token with the token in the service's data dir, or --data-dir with that directory`, details);
     }
+    if (res.status === 409) throw new MigpoolError('CHECK_FAILED', message, details);
     if (res.status >= 400 && res.status < 500) throw badInput(message, details);
     throw new MigpoolError('RUNTIME', `the migpool service at ${this.url} failed: ${message}`, details);
   }

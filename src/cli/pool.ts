@@ -14,6 +14,8 @@ import { openStore } from '../store/open.js';
 import type { Store } from '../store/types.js';
 import type { GpuPort } from '../gpu/port.js';
 import { openGpuPort, simulatorStatePath } from './device.js';
+import { SimulatedGpuPort } from '../gpu/simulated/driver.js';
+import { FileSimulatedGpuPort } from '../gpu/simulated/file-port.js';
 
 /** What `migpool serve` (and `migpool demo`) start with; defaults in brackets. */
 export interface PoolOptions {
@@ -117,7 +119,9 @@ export async function startPool(o: PoolOptions): Promise<RunningPool> {
     throw badInput(`cannot create --data-dir '${o.dataDir}': ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}; give a writable directory`);
   }
   await checkNotRunning(o.dataDir);
-  const gpu = openGpuPort({ simulate: o.simulate, stateDir: o.dataDir }, {});
+  const opened = openGpuPort({ simulate: o.simulate, stateDir: o.dataDir }, {});
+  // The simulated machine is shared with `migpool sim attach` and the jobs' fake nvidia-smi: read its file again when they change it.
+  const gpu = opened instanceof SimulatedGpuPort ? new FileSimulatedGpuPort(simulatorStatePath({ stateDir: o.dataDir }, {}), opened.machine) : opened;
   const jobEnv: Record<string, string> = o.simulate ? { MIGPOOL_FAKE_NVIDIA_SMI_STATE: simulatorStatePath({ stateDir: o.dataDir }, {}) } : {};
   const store = await openStore({ dataDir: o.dataDir, databaseUrl: o.database });
   const executor = openExecutor(o, gpu);

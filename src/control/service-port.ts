@@ -13,6 +13,12 @@ export interface PoolService {
   /** Cancels a queued job at once, or asks a running one to stop. Null when no such job. */
   cancel(id: string): Promise<JobRecord | null>;
   /**
+   * An operator's preemption: stops a running job whose spec allows it (`preemptible: true`) and
+   * requeues it (SIGTERM, SIGKILL after its grace; its next attempt resumes from its checkpoint).
+   * Null when no such job; CHECK_FAILED when the job is not running or not preemptible.
+   */
+  preempt?(id: string): Promise<JobRecord | null>;
+  /**
    * Reads an attempt's log from byte `offset` (at most `limit` bytes, default 64 KiB). `done`
    * when the job is in a final state and the end of the file was reached. Null when no such job.
    */
@@ -46,6 +52,8 @@ export interface GpuSnapshot {
   readonly wholeGpuJobs: readonly string[];
   /** True while a re-partition is being applied. */
   readonly reconfiguring: boolean;
+  /** Set while re-partitions of this GPU fail: how many in a row, the last error, and when the next is tried (ms). */
+  readonly repartitionFailure?: { readonly failures: number; readonly error: string; readonly retryAt: number } | null;
 }
 
 export interface ServiceStats {
@@ -55,6 +63,8 @@ export interface ServiceStats {
   /** Instances per profile and whether a job holds them. */
   readonly slices: readonly { readonly profile: string; readonly state: 'busy' | 'idle'; readonly count: number }[];
   readonly reconfigurations: number;
+  /** Re-partitions that failed since the service started. */
+  readonly reconfigurationsFailed?: number;
   /** Recent scheduling passes, milliseconds each (newest last, at most 1000). */
   readonly passMs: readonly number[];
   /** Recent queue waits of started jobs, seconds (newest last, at most 1000). */

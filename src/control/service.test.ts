@@ -1,8 +1,10 @@
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import type { Executor } from '../exec/executor.js';
 import { createLocalExecutor } from '../exec/local-executor.js';
+import type { GpuPort } from '../gpu/port.js';
 import { SimulatedGpuPort } from '../gpu/simulated/driver.js';
 import { SimulatedMachine } from '../gpu/simulated/machine.js';
 import { parseSimulateSpec } from '../gpu/simulated/spec.js';
@@ -19,6 +21,8 @@ const services: { service: PoolServiceImpl; store: Store }[] = [];
 afterEach(async () => {
   for (const { service, store } of services.splice(0)) {
     for (const j of await service.listJobs({ states: ['running', 'starting'] })) await service.cancel(j.id);
+    // Wait for the stopped attempts to end (their runners write exit.json) before removing their folders.
+    for (let i = 0; i < 100 && (await service.listJobs({ states: ['running', 'starting'] })).length > 0; i++) await new Promise((r) => setTimeout(r, 50));
     await service.idle();
     await service.stop();
     await store.close();
@@ -32,11 +36,31 @@ function tempDir(): string {
   return d;
 }
 
-async function open(dataDir: string, policy: string | Policy = 'migpool', machine?: SimulatedMachine): Promise<{ service: PoolServiceImpl; store: Store; machine: SimulatedMachine }> {
+interface OpenExtras {
+  readonly executor?: (e: Executor) => Executor;
+  readonly gpu?: (p: GpuPort) => GpuPort;
+  readonly minRunBeforePreemptSeconds?: number;
+  readonly log?: (line: string) => void;
+  readonly store?: (s: Store) => Store;
+}
+
+async function open(dataDir: string, policy: string | Policy = 'migpool', machine?: SimulatedMachine, extras: OpenExtras = {}): Promise<{ service: PoolServiceImpl; store: Store; machine: SimulatedMachine }> {
   const m = machine ?? SimulatedMachine.create(parseSimulateSpec('1xA100-SXM4-40GB'), 1, '1xA100-SXM4-40GB');
-  const store = await openSqliteStore(join(dataDir, 'migpool.db'));
-  await store.init();
-  const service = new PoolServiceImpl({ store, executor: createLocalExecutor({ pollMs: 50, graceSeconds: 1 }), gpu: new SimulatedGpuPort(m), policy: typeof policy === 'string' ? parsePolicy(policy) : policy, dataDir, tickMs: 100 });
+  const real = await openSqliteStore(join(dataDir, 'migpool.db'));
+  await real.init();
+  const store = extras.store ? extras.store(real) : real;
+  const local = createLocalExecutor({ pollMs: 50, graceSeconds: 1 });
+  const port = new SimulatedGpuPort(m);
+  const service = new PoolServiceImpl({
+    store,
+    executor: extras.executor ? extras.executor(local) : local,
+    gpu: extras.gpu ? extras.gpu(port) : port,
+    policy: typeof policy === 'string' ? parsePolicy(policy) : policy,
+    dataDir,
+    tickMs: 100,
+    ...(extras.minRunBeforePreemptSeconds !== undefined ? { minRunBeforePreemptSeconds: extras.minRunBeforePreemptSeconds } : {}),
+    ...(extras.log ? { log: extras.log } : {}),
+  });
   await service.start();
   services.push({ service, store });
   return { service, store, machine: m };
@@ -150,32 +174,229 @@ describe('the live service', () => {
     expect(readFileSync(log, 'utf8')).toBe('start\n');
   });
 
-  it('preempts a background job for a foreground one: the background job is stopped, requeued and runs again later', async () => {
+  /** A policy that gives the one GPU to the oldest foreground job, preempting background work. */
+  const fgFirst: Policy = {
+    name: 'fg-first',
+    decide(view): Decision[] {
+      const gpu = view.gpus[0]!;
+      const fg = view.queue.find((j) => j.priority === 'foreground');
+      const holder = gpu.wholeGpuJobs[0];
+      if (holder !== undefined) {
+        const running = view.running.get(holder);
+        return fg && running?.spec.priority === 'background' ? [{ kind: 'preempt', job: holder }] : [];
+      }
+      const next = fg ?? view.queue[0];
+      return next ? [{ kind: 'start-on-gpus', job: next.id, gpus: [0], sharing: 'exclusive' }] : [];
+    },
+  };
+
+  it('preempts a preemptible background job for a foreground one: stopped, requeued, runs again with the same checkpoint folder', async () => {
     const dir = tempDir();
-    // A policy that gives the one GPU to the oldest foreground job, preempting background work.
-    const policy: Policy = {
-      name: 'fg-first',
-      decide(view): Decision[] {
-        const gpu = view.gpus[0]!;
-        const fg = view.queue.find((j) => j.priority === 'foreground');
-        const holder = gpu.wholeGpuJobs[0];
-        if (holder !== undefined) {
-          const running = view.running.get(holder);
-          return fg && running?.spec.priority === 'background' ? [{ kind: 'preempt', job: holder }] : [];
-        }
-        const next = fg ?? view.queue[0];
-        return next ? [{ kind: 'start-on-gpus', job: next.id, gpus: [0], sharing: 'exclusive' }] : [];
-      },
-    };
-    const { service } = await open(dir, policy);
-    const bg = await service.submit({ name: 'bg', priority: 'background', command: [node, '-e', 'process.on("SIGTERM", () => process.exit(143)); setTimeout(() => {}, 1500)'] });
+    const { service } = await open(dir, fgFirst, undefined, { minRunBeforePreemptSeconds: 0 });
+    const seen = join(dir, 'seen');
+    const script = `require('fs').appendFileSync(${JSON.stringify(seen)}, process.env.MIGPOOL_CHECKPOINT_DIR + '\\n'); process.on("SIGTERM", () => process.exit(143)); setTimeout(() => {}, 1500)`;
+    const bg = await service.submit({ name: 'bg', priority: 'background', preemptible: true, command: [node, '-e', script] });
     await until(service, bg.id, ['running']);
+    for (let i = 0; i < 200 && !existsSync(seen); i++) await new Promise((r) => setTimeout(r, 25));
     const fg = await service.submit({ name: 'fg', command: [node, '-e', 'setTimeout(() => {}, 200)'] });
     const fgDone = await until(service, fg.id, ['succeeded', 'failed']);
     expect(fgDone.state).toBe('succeeded');
     const bgDone = await until(service, bg.id, ['succeeded', 'failed']);
-    expect(bgDone).toMatchObject({ state: 'succeeded', attempt: 2 });
+    expect(bgDone).toMatchObject({ reason: null, state: 'succeeded', attempt: 2, preemptions: 1 });
     const types = (await service.events(0)).filter((e) => e.jobId === bg.id).map((e) => e.type);
+    expect(types).toContain('job-preempting');
     expect(types).toContain('job-requeued');
+    const dirs = readFileSync(seen, 'utf8').trim().split('\n');
+    expect(dirs).toEqual([join(dir, 'jobs', bg.id, 'checkpoint'), join(dir, 'jobs', bg.id, 'checkpoint')]);
+  });
+
+  it('a job placed where a preempted job still stops waits for it: never two jobs on one GPU', async () => {
+    const dir = tempDir();
+    const eager: Policy = {
+      name: 'eager',
+      decide(view): Decision[] {
+        const gpu = view.gpus[0]!;
+        const fg = view.queue.find((j) => j.priority === 'foreground');
+        const holder = gpu.wholeGpuJobs[0];
+        if (holder !== undefined && fg && view.running.get(holder)?.spec.priority === 'background') {
+          return [
+            { kind: 'preempt', job: holder },
+            { kind: 'start-on-gpus', job: fg.id, gpus: [0], sharing: 'exclusive' },
+          ];
+        }
+        const next = holder === undefined ? (fg ?? view.queue[0]) : undefined;
+        return next ? [{ kind: 'start-on-gpus', job: next.id, gpus: [0], sharing: 'exclusive' }] : [];
+      },
+    };
+    const { service } = await open(dir, eager, undefined, { minRunBeforePreemptSeconds: 0 });
+    // The background job takes a while to stop (it checkpoints on SIGTERM).
+    const bg = await service.submit({ name: 'bg', priority: 'background', preemptible: true, command: [node, '-e', 'process.on("SIGTERM", () => setTimeout(() => process.exit(143), 600)); setTimeout(() => {}, 1500)'] });
+    await until(service, bg.id, ['running']);
+    await new Promise((r) => setTimeout(r, 300));
+    const fg = await service.submit({ name: 'fg', command: [node, '-e', '0'] });
+    await until(service, fg.id, ['succeeded']);
+    const events = (await service.events(0)).filter((e) => e.jobId !== null);
+    const requeued = events.findIndex((e) => e.jobId === bg.id && e.type === 'job-requeued');
+    const fgStarted = events.findIndex((e) => e.jobId === fg.id && e.type === 'job-starting');
+    expect(requeued).toBeGreaterThanOrEqual(0);
+    expect(fgStarted).toBeGreaterThan(requeued);
+  });
+
+  it('never preempts a job whose spec does not allow it: the foreground job waits, the background one runs once', async () => {
+    const dir = tempDir();
+    const lines: string[] = [];
+    const { service } = await open(dir, fgFirst, undefined, { minRunBeforePreemptSeconds: 0, log: (l) => lines.push(l) });
+    const bg = await service.submit({ name: 'bg', priority: 'background', command: [node, '-e', 'setTimeout(() => {}, 1200)'] });
+    await until(service, bg.id, ['running']);
+    const fg = await service.submit({ name: 'fg', command: [node, '-e', '0'] });
+    await until(service, fg.id, ['succeeded']);
+    expect(await service.getJob(bg.id)).toMatchObject({ state: 'succeeded', attempt: 1, preemptions: 0 });
+    expect(lines.filter((l) => l.includes(`job ${bg.id}:`) && l.includes('refused'))).toHaveLength(1);
+  });
+
+  it('does not preempt a job before its minimum run time', async () => {
+    const dir = tempDir();
+    const { service } = await open(dir, fgFirst, undefined, { minRunBeforePreemptSeconds: 60 });
+    const bg = await service.submit({ name: 'bg', priority: 'background', preemptible: true, command: [node, '-e', 'setTimeout(() => {}, 1000)'] });
+    await until(service, bg.id, ['running']);
+    const fg = await service.submit({ name: 'fg', command: [node, '-e', '0'] });
+    await until(service, fg.id, ['succeeded']);
+    expect(await service.getJob(bg.id)).toMatchObject({ state: 'succeeded', attempt: 1 });
+  });
+
+  it('retries count failures only: a preempted job that then always fails gets all its retries', async () => {
+    const dir = tempDir();
+    const { service } = await open(dir, fgFirst, undefined, { minRunBeforePreemptSeconds: 0 });
+    const script = `if (process.env.MIGPOOL_ATTEMPT !== '1') process.exit(3); setTimeout(() => {}, 30000)`;
+    const bg = await service.submit({ name: 'bg', priority: 'background', preemptible: true, retries: 1, command: [node, '-e', script] });
+    await until(service, bg.id, ['running']);
+    const fg = await service.submit({ name: 'fg', command: [node, '-e', '0'] });
+    await until(service, fg.id, ['succeeded']);
+    const done = await until(service, bg.id, ['failed', 'succeeded']);
+    expect(done).toMatchObject({ state: 'failed', exitCode: 3, attempt: 3, preemptions: 1 });
+  });
+
+  it('a preemption of a job that has just ended on its own settles that end at once (the pass never waits for it)', async () => {
+    const dir = tempDir();
+    let fired = false;
+    const policy: Policy = {
+      name: 'late-preempt',
+      decide(view): Decision[] {
+        const [x, y] = [...view.queue, ...[...view.running.values()].map((r) => r.spec)].sort((a, b) => Number(a.id) - Number(b.id));
+        if (x && view.queue.some((j) => j.id === x.id)) return [{ kind: 'start-on-gpus', job: x.id, gpus: [0], sharing: 'timeslice' }];
+        if (!x || !y || fired || !view.queue.some((j) => j.id === y.id)) return [];
+        fired = true;
+        // x ends while the policy thinks: its exit arrives during y's launch, before the preemption is applied.
+        const exitFile = join(dir, 'jobs', x.id, '1', 'exit.json');
+        const deadline = Date.now() + 5000;
+        while (!existsSync(exitFile) && Date.now() < deadline) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 20);
+        return [
+          { kind: 'start-on-gpus', job: y.id, gpus: [0], sharing: 'timeslice' },
+          { kind: 'preempt', job: x.id },
+        ];
+      },
+    };
+    // A launch that takes a moment, as sbatch does: the event loop turns while the pass holds the lock.
+    const slowLaunch = (e: Executor): Executor => ({ ...e, launch: async (spec) => (spec.jobId === '2' ? new Promise((r) => setTimeout(r, 300)).then(() => e.launch(spec)) : e.launch(spec)) });
+    const { service } = await open(dir, policy, undefined, { executor: slowLaunch, minRunBeforePreemptSeconds: 0 });
+    const x = await service.submit({ name: 'x', command: [node, '-e', 'setTimeout(() => {}, 100)'] });
+    await until(service, x.id, ['running', 'succeeded']);
+    const t0 = Date.now();
+    const y = await service.submit({ name: 'y', command: [node, '-e', '0'] });
+    expect(await until(service, x.id, ['succeeded'], 5000)).toMatchObject({ attempt: 1 });
+    await until(service, y.id, ['succeeded'], 5000);
+    expect(Date.now() - t0).toBeLessThan(5000);
+  });
+
+  it('a re-partition that keeps failing backs off per GPU, is counted and reported, and starts nothing', async () => {
+    const dir = tempDir();
+    const failing = (p: GpuPort): GpuPort =>
+      Object.assign(Object.create(Object.getPrototypeOf(p) as object) as GpuPort, p, {
+        setMigMode: () => Promise.reject(new Error('Unable to enable MIG Mode: In use by another client')),
+        createGpuInstance: () => Promise.reject(new Error('Failed to create GPU instances: In use by another client')),
+      });
+    const { service } = await open(dir, 'migpool', undefined, { gpu: failing });
+    const recs = await service.submitMany(Array.from({ length: 3 }, (_, i) => ({ name: `s${i}`, command: [node, '-e', '0'], resources: { profile: '1g.5gb' } })));
+    await new Promise((r) => setTimeout(r, 1500));
+    await service.idle();
+    const failed = (await service.events(0)).filter((e) => e.type === 'gpu-reconfigure-failed');
+    expect(failed).toHaveLength(1);
+    expect(failed[0]!.data).toMatchObject({ gpu: 0, failures: 1, retryInSeconds: 5 });
+    expect((await service.stats()).reconfigurationsFailed).toBe(1);
+    for (const r of recs) expect((await service.getJob(r.id))?.state).toBe('queued');
+  });
+
+  it('an explicit profile is exact: a start on a whole GPU is refused', async () => {
+    const dir = tempDir();
+    const lines: string[] = [];
+    const whole: Policy = { name: 'whole', decide: (view) => view.queue.slice(0, 1).map((j) => ({ kind: 'start-on-gpus', job: j.id, gpus: [0], sharing: 'exclusive' })) };
+    const { service } = await open(dir, whole, undefined, { log: (l) => lines.push(l) });
+    const a = await service.submit({ name: 'exact', command: [node, '-e', '0'], resources: { profile: '1g.5gb' } });
+    await new Promise((r) => setTimeout(r, 400));
+    await service.idle();
+    expect((await service.getJob(a.id))?.state).toBe('queued');
+    expect(lines.some((l) => /exactly a 1g\.5gb slice, on whole GPUs; refused/.test(l))).toBe(true);
+    const b = await service.submit({ name: 'floor', command: [node, '-e', '0'], resources: { profile: { atLeast: '1g.5gb' } } });
+    await service.cancel(a.id);
+    expect((await until(service, b.id, ['succeeded', 'failed'])).state).toBe('succeeded');
+  });
+
+  it('runs each of six jobs submitted together exactly once (no preemption loops when nobody asked to be moved)', async () => {
+    const dir = tempDir();
+    const { service } = await open(dir, 'migpool', SimulatedMachine.create(parseSimulateSpec('2xA100-SXM4-40GB'), 1, '2xA100-SXM4-40GB'));
+    const recs = await service.submitMany(Array.from({ length: 6 }, (_, i) => ({ name: `s${i}`, command: [node, '-e', 'setTimeout(() => {}, 2500)'], resources: { profile: '1g.5gb' } })));
+    for (const r of recs) expect(await until(service, r.id, ['succeeded', 'failed'], 30_000)).toMatchObject({ state: 'succeeded', attempt: 1 });
+    expect((await service.events(0)).filter((e) => e.type === 'job-requeued' || e.type === 'job-preempting')).toEqual([]);
+  });
+
+  it('says why a queued job waits, and reads how far a running job is from its progress lines', async () => {
+    const dir = tempDir();
+    const { service } = await open(dir, 'exclusive');
+    const script = `let n = 0; console.log(JSON.stringify({ migpool_samples: 0, migpool_total: 1000 })); const t = setInterval(() => { n += 100; console.log(JSON.stringify({ migpool_samples: n })); if (n >= 500) clearInterval(t); }, 50); setTimeout(() => {}, 3000)`;
+    const a = await service.submit({ name: 'talker', command: [node, '-e', script] });
+    await until(service, a.id, ['running']);
+    const b = await service.submit({ name: 'waiter', command: [node, '-e', '0'] });
+    await service.idle();
+    expect((await service.getJob(b.id))?.pending).toMatch(/^waiting for a free slice or GPU \(all busy/);
+    const t0 = Date.now();
+    while (((await service.getJob(a.id))?.progress?.samples ?? 0) < 500 && Date.now() - t0 < 8000) await new Promise((r) => setTimeout(r, 100));
+    const p = (await service.getJob(a.id))?.progress;
+    expect(p).toMatchObject({ samples: 500, total: 1000, fraction: 0.5 });
+    expect(service.progressOf(a.id)).toMatchObject({ fraction: 0.5 });
+    expect((await service.listJobs({ states: ['queued'] }))[0]?.pending).toBeTruthy();
+  });
+
+  it('an end the store could not record (disk full) is recorded later: the job never stays running', async () => {
+    const dir = tempDir();
+    let failNext = false;
+    const flaky = (st: Store): Store =>
+      Object.assign(Object.create(Object.getPrototypeOf(st) as object) as Store, st, {
+        init: () => st.init(),
+        close: () => st.close(),
+        updateJob: async (...args: Parameters<Store['updateJob']>) => {
+          if (failNext && args[2].state === 'succeeded') {
+            failNext = false;
+            throw new Error('SQLITE_FULL: database or disk is full');
+          }
+          return st.updateJob(...args);
+        },
+      });
+    const { service } = await open(dir, 'exclusive', undefined, { store: flaky });
+    failNext = true;
+    const a = await service.submit({ name: 'full', command: [node, '-e', 'setTimeout(() => {}, 300)'] });
+    expect(await until(service, a.id, ['succeeded', 'failed'], 10_000)).toMatchObject({ state: 'succeeded', attempt: 1 });
+    expect(failNext).toBe(false);
+    const b = await service.submit({ name: 'next', command: [node, '-e', '0'] });
+    expect((await until(service, b.id, ['succeeded', 'failed'])).state).toBe('succeeded');
+  });
+
+  it('refuses at submit what the runner could never start or what no GPU here holds', async () => {
+    const dir = tempDir();
+    const { service } = await open(dir);
+    await expect(service.submit({ name: 'x', command: ['echo', 'a\0b'] })).rejects.toThrow(/command\.1: contains a NUL byte/);
+    await expect(service.submit({ name: 'x', command: ['true'], env: { BIG: 'x'.repeat(900_000) } })).rejects.toThrow(/env\.BIG: is 900000 bytes/);
+    await expect(service.submit({ name: 'x', command: ['true'], resources: { memory: '100GiB' } })).rejects.toThrow(/resources\.memory: 100 GiB is more than any GPU here holds/);
+    await expect(service.submit({ name: 'x', command: ['true'], maxRuntime: '400d' })).rejects.toThrow(/maxRuntime: at most 366 days/);
+    expect(await service.listJobs()).toEqual([]);
   });
 });

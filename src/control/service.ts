@@ -1,8 +1,11 @@
+import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { badInput, MigpoolError } from '../errors.js';
 import type { Executor, ExitReport } from '../exec/executor.js';
 import { readExitFile, readProcessRef } from '../exec/local-executor.js';
 import { readLogChunk } from '../exec/log-file.js';
+import { ProgressReader } from '../exec/progress-reader.js';
+import { explainPending } from '../sched/pending.js';
 import type { GpuPort } from '../gpu/port.js';
 import type { GpuModel } from '../mig/types.js';
 import type { CurrentGpu } from '../partition/state.js';
@@ -12,12 +15,14 @@ import { NO_HISTORY, type ClusterView, type Decision, type GpuView, type JobHist
 import type { GpuSnapshot, LogChunk, PoolService, ServiceStats } from './service-port.js';
 import { createRandom } from '../random.js';
 import type { EventRecord, JobFilter, JobPatch, JobPlacement, JobRecord, NewEvent, Store } from '../store/types.js';
-import { parseJobSpec, type JobSpecInput } from '../jobs/job-spec.js';
+import { DEFAULT_KILL_GRACE_SECONDS, isExactProfile, parseJobSpec, profileOf, type JobSpecInput } from '../jobs/job-spec.js';
 import { checkDecision, queueLookup } from '../sched/check.js';
 import { createPolicyContext, sharedGpuSpeed, SpeedTable } from '../sched/context.js';
 import { planLayout } from '../partition/plan.js';
 import { executePlans } from './apply.js';
 import { JournalFile } from './journal.js';
+import { launchRefusal } from './launch-check.js';
+import { MIN_RUN_BEFORE_PREEMPT_SECONDS, preemptRefusal, repartitionBackoffMs } from './preempt-rules.js';
 import { modelOfGpu, readCurrentState } from './state-reader.js';
 
 /** How the service runs; defaults in brackets. */
@@ -48,6 +53,8 @@ export interface ServiceOptions {
   readonly hold?: boolean;
   /** Where the service reports what it does, one line at a time [nowhere]. */
   readonly log?: (line: string) => void;
+  /** Seconds a job runs before the service lets a policy preempt it [60, MIN_RUN_BEFORE_PREEMPT_SECONDS]. */
+  readonly minRunBeforePreemptSeconds?: number;
   /**
    * Called after every round of a scheduling pass with the view the policy saw, its decisions,
    * and for each decision the view it was checked against and what the check said (null: valid):
@@ -77,8 +84,8 @@ interface GpuEntry {
 const RECENT = 1000;
 const TIMELINE = 720;
 const THROUGHPUT_WINDOW_MS = 120_000;
-/** How long a preemption waits for its job to stop before the pass goes on. */
-const PREEMPT_WAIT_MS = 15_000;
+/** Queued jobs' reasons are computed at most this often (ms): they are read by people. */
+const EXPLAIN_EVERY_MS = 1000;
 
 /**
  * `migpool serve`'s core: the live loop. On every event (submission, job end, cancel, timer) the
@@ -110,8 +117,22 @@ export class PoolServiceImpl implements PoolService {
   private readonly finishedAt: number[] = [];
   private readonly timeline: ServiceStats['timeline'][number][] = [];
   private reconfigurations = 0;
-  /** Preemptions waiting for their job's end (the policy's next decisions may need its slice). */
-  private readonly exitWaiters = new Map<string, (r: ExitReport | null) => void>();
+  private reconfigurationsFailed = 0;
+  /** Per GPU index: re-partitions that failed in a row, and when the next may be tried (ms). */
+  private readonly repartitionFailures = new Map<number, { count: number; until: number; error: string }>();
+  /**
+   * Exit reports seen but not yet settled (settling waits for the lock): a decision about a job
+   * that already ended (a preemption) settles it instead of waiting for an end that has come.
+   */
+  private readonly exitsSeen = new Map<string, ExitReport>();
+  /** Why each queued job waits, computed after every pass. */
+  private pending: ReadonlyMap<string, string> = new Map();
+  /** Progress lines read from running jobs' stdout logs. */
+  private readonly progress = new ProgressReader();
+  private readingProgress = false;
+  private explainedAt = -Infinity;
+  /** Jobs whose refused preemption was logged already (once per job and reason). */
+  private readonly refusalsLogged = new Map<string, string>();
   readonly startedAt: number;
 
   constructor(options: ServiceOptions) {
@@ -122,17 +143,18 @@ export class PoolServiceImpl implements PoolService {
       reconfigureSeconds: 5,
       defaultWorkload: 'resnet50-imagenet64',
       defaultEstimateSeconds: 3600,
+      minRunBeforePreemptSeconds: MIN_RUN_BEFORE_PREEMPT_SECONDS,
       ...options,
     };
     this.ctx = createPolicyContext({ random: createRandom(this.o.seed), reconfigureSeconds: this.o.reconfigureSeconds, speeds: this.speeds });
     this.startedAt = this.o.now();
     this.o.executor.onExit((r) => {
-      const waiter = this.exitWaiters.get(r.jobId);
-      if (waiter) {
-        this.exitWaiters.delete(r.jobId);
-        waiter(r);
-      }
-      void this.locked(() => this.settle(r)).then(() => this.schedule());
+      this.exitsSeen.set(r.jobId, r);
+      // A failed settle (logged by locked) is retried by the next pass: schedule one either way.
+      void this.locked(() => this.settle(r)).then(
+        () => this.schedule(),
+        () => this.schedule(),
+      );
     });
   }
 
@@ -196,11 +218,28 @@ export class PoolServiceImpl implements PoolService {
   }
 
   async getJob(id: string): Promise<JobRecord | null> {
-    return this.active.get(id) ?? (await this.o.store.getJob(id));
+    const rec = this.active.get(id) ?? (await this.o.store.getJob(id));
+    return rec ? this.withStatus(rec) : null;
   }
 
-  listJobs(filter?: JobFilter): Promise<JobRecord[]> {
-    return this.o.store.listJobs(filter);
+  async listJobs(filter?: JobFilter): Promise<JobRecord[]> {
+    return (await this.o.store.listJobs(filter)).map((r) => this.withStatus(r));
+  }
+
+  /**
+   * What a job has reported of its progress, measured: the fraction done (null without a
+   * `migpool_total`) and samples per second (null before two reports). For the policy's view.
+   */
+  progressOf(jobId: string): { fraction: number | null; samplesPerSecond: number | null } {
+    const p = this.progress.get(jobId);
+    return { fraction: p?.fraction ?? null, samplesPerSecond: p?.samplesPerSecond ?? null };
+  }
+
+  /** A record with what only the service knows: why it waits, how far it is. */
+  private withStatus(rec: JobRecord): JobRecord {
+    if (rec.state === 'queued') return { ...rec, pending: this.pending.get(rec.id) ?? null, progress: this.progress.get(rec.id) };
+    if (rec.state === 'running' || rec.state === 'starting') return { ...rec, pending: null, progress: this.progress.get(rec.id) };
+    return rec;
   }
 
   async cancel(id: string): Promise<JobRecord | null> {
@@ -219,6 +258,21 @@ export class PoolServiceImpl implements PoolService {
       await this.event({ type: 'job-cancel-requested', jobId: id, data: {} });
       if (asked.state === 'running') await this.o.executor.cancel(id);
       return asked;
+    });
+  }
+
+  async preempt(id: string): Promise<JobRecord | null> {
+    const found = await this.getJob(id);
+    if (!found) return null;
+    return this.locked(async () => {
+      const rec = this.active.get(id);
+      if (!rec || rec.state !== 'running') throw new MigpoolError('CHECK_FAILED', `job ${id} is ${rec?.state ?? found.state}, not running: only a running job can be preempted`);
+      if (this.specs.get(id)?.preemptible !== true) throw new MigpoolError('CHECK_FAILED', `job ${id} may not be moved: its spec does not say preemptible: true`);
+      if (rec.cancelRequested || rec.reason === 'preempting') return this.withStatus(rec);
+      const marked = await this.update(rec, { reason: 'preempting' });
+      await this.event({ type: 'job-preempting', jobId: id, data: { attempt: rec.attempt, preemptions: rec.preemptions ?? 0, by: 'operator' } });
+      await this.o.executor.cancel(id);
+      return this.withStatus(marked);
     });
   }
 
@@ -249,6 +303,7 @@ export class PoolServiceImpl implements PoolService {
             : [],
           wholeGpuJobs: occupants.whole.get(g.index) ?? [],
           reconfiguring: this.reconfiguring.has(g.index),
+          repartitionFailure: this.repartitionFailureOf(g.index),
         };
       }),
     );
@@ -280,6 +335,7 @@ export class PoolServiceImpl implements PoolService {
         return { profile, state, count };
       }),
       reconfigurations: this.reconfigurations,
+      reconfigurationsFailed: this.reconfigurationsFailed,
       passMs: [...this.passMs],
       queueWaitSeconds: [...this.waits],
       timeline: [...this.timeline],
@@ -301,6 +357,16 @@ export class PoolServiceImpl implements PoolService {
   /** One scheduling pass: the policy decides until it has nothing more to do (at most 8 rounds). */
   private async pass(): Promise<void> {
     const t0 = performance.now();
+    // Ends not yet written (the store failed, e.g. a full disk): settle them first, so that a job
+    // that ended never stays running, nor its slice held.
+    for (const r of [...this.exitsSeen.values()]) {
+      try {
+        await this.settle(r);
+      } catch (e) {
+        this.o.log?.(`job ${r.jobId}: its end could not be recorded yet (${e instanceof Error ? e.message.split('\n')[0] : String(e)}); retrying`);
+        return;
+      }
+    }
     for (let round = 0; round < 8; round++) {
       const view = this.view();
       let decisions: Decision[];
@@ -335,6 +401,7 @@ export class PoolServiceImpl implements PoolService {
       this.o.onRound?.({ view, decisions, checks });
       if (acted === 0) break;
     }
+    this.explainQueue();
     this.passMs.push(performance.now() - t0);
     if (this.passMs.length > RECENT) this.passMs.shift();
   }
@@ -425,9 +492,16 @@ export class PoolServiceImpl implements PoolService {
         const occupants = this.occupants();
         const busy = new Set(g.current.instances.filter((i) => occupants.instances.has(`${g.index}|${i.start}`)).map((i) => i.start));
         if ((occupants.whole.get(g.index) ?? []).length > 0) throw new MigpoolError('RUNTIME', `policy re-partitions GPU ${g.index} under its whole-GPU jobs`);
+        // After failures, the GPU is left alone until its back-off ends.
+        if ((this.repartitionFailures.get(g.index)?.until ?? 0) > this.o.now()) return false;
+        // A job still on a slice the layout drops (one being preempted, or a refused preemption): wait, it is no failure.
+        if (g.current.instances.some((i) => busy.has(i.start) && !(d.layout ?? []).some((x) => x.start === i.start && x.profile === i.profile.name))) return false;
         // Instances a job holds count as busy even before its processes show up in nvidia-smi.
         const planned = planLayout(g.current, d.layout, busy);
-        if (!planned.ok) throw new MigpoolError('RUNTIME', `GPU ${g.index}: refusing to re-partition: ${planned.reason}`);
+        if (!planned.ok) {
+          await this.repartitionFailed(g.index, new MigpoolError('RUNTIME', `GPU ${g.index}: refusing to re-partition: ${planned.reason}`));
+          return false;
+        }
         await this.event({ type: 'gpu-reconfiguring', jobId: null, data: { gpu: g.index, layout: d.layout } });
         this.reconfiguring.add(g.index);
         try {
@@ -436,7 +510,11 @@ export class PoolServiceImpl implements PoolService {
           const journal = new JournalFile(join(this.o.dataDir, 'journal', `gpu-${g.index}.json`));
           const r = await executePlans(this.o.gpu, [planned.plan], `policy ${this.o.policy.name}: GPU ${g.index} layout ${d.layout === null ? 'MIG off' : d.layout.map((x) => `${x.profile}@${x.start}`).join('+')}`, journal);
           this.reconfigurations++;
+          this.repartitionFailures.delete(g.index);
           await this.event({ type: 'gpu-reconfigured', jobId: null, data: { gpu: g.index, layout: d.layout, created: planned.plan.operations.filter((o) => o.kind === 'create-gi').length, destroyed: planned.plan.destroyedGpuInstances, operations: r.done } });
+        } catch (e) {
+          await this.repartitionFailed(g.index, e);
+          return false;
         } finally {
           this.reconfiguring.delete(g.index);
           await this.refreshGpus(g.index);
@@ -450,6 +528,10 @@ export class PoolServiceImpl implements PoolService {
         const inst = g.current.instances.find((i) => i.start === d.start);
         const uuid = g.ciUuids.get(d.start);
         if (!inst || !uuid) throw new MigpoolError('RUNTIME', `GPU ${g.index} has no instance at ${d.start} for job ${d.job}`);
+        // Still held (a preempted job stops within its grace period): the next pass places the job.
+        if (this.occupants().instances.has(`${g.index}|${d.start}`)) return false;
+        const spec = this.specs.get(rec.id);
+        if (spec?.exactProfile === true && spec.profile !== inst.profile.name) throw new MigpoolError('RUNTIME', `policy starts job ${rec.id}, which asks for exactly ${spec.profile}, on a ${inst.profile.name} slice; refused`);
         await this.launch(rec, { kind: 'instance', gpu: g.index, start: d.start, profile: inst.profile.name, devices: [uuid] });
         return true;
       }
@@ -458,24 +540,40 @@ export class PoolServiceImpl implements PoolService {
         if (!rec || rec.state !== 'queued') return false;
         const gs = d.gpus.map((id) => this.gpusFound[id]);
         if (gs.some((g) => !g)) throw new MigpoolError('RUNTIME', `policy named GPUs ${d.gpus.join(',')}, which the view does not have`);
+        const spec = this.specs.get(rec.id);
+        if (spec?.exactProfile === true) throw new MigpoolError('RUNTIME', `policy starts job ${rec.id}, which asks for exactly a ${spec.profile} slice, on whole GPUs; refused`);
+        // Still held (a preempted job stops within its grace period): the next pass places the job.
+        const occ = this.occupants();
+        const held = (g: GpuEntry) =>
+          g.current.instances.some((i) => occ.instances.has(`${g.index}|${i.start}`)) ||
+          ((occ.whole.get(g.index) ?? []).length > 0 && (d.sharing === 'exclusive' || occ.sharing.get(g.index) !== d.sharing));
+        if (gs.some((g) => held(g!))) return false;
         await this.launch(rec, { kind: 'gpus', gpus: gs.map((g) => g!.index), sharing: d.sharing, devices: gs.map((g) => g!.uuid) });
         return true;
       }
       case 'preempt': {
         const rec = this.active.get(d.job);
         if (!rec || rec.state !== 'running' || rec.cancelRequested || rec.reason === 'preempting') return false;
-        // The policy may re-partition the job's slice next, as the simulator's instant preemption
-        // allows: wait (bounded) for the end, then requeue it at once.
-        const ended = new Promise<ExitReport | null>((resolve) => {
-          this.exitWaiters.set(rec.id, resolve);
-          setTimeout(() => resolve(null), PREEMPT_WAIT_MS).unref();
-        });
-        const marked = await this.update(rec, { reason: 'preempting' });
+        const seen = this.exitsSeen.get(rec.id);
+        if (seen && seen.attempt === rec.attempt) {
+          // It ended on its own before the decision came: settle that end (never wait for another).
+          await this.settle(seen);
+          return true;
+        }
+        const gpuBackoff = rec.placement ? this.backoffOf(rec.placement) : null;
+        const refusal = preemptRefusal(rec, this.specs.get(rec.id)?.preemptible ?? false, this.o.now(), gpuBackoff, this.o.minRunBeforePreemptSeconds);
+        if (refusal !== null) {
+          if (this.refusalsLogged.get(rec.id) !== refusal) {
+            this.refusalsLogged.set(rec.id, refusal);
+            this.o.log?.(`job ${rec.id}: policy ${this.o.policy.name} asked to preempt it; refused: ${refusal}`);
+          }
+          return false;
+        }
+        // No waiting here (under the service lock): the job gets its grace period to checkpoint,
+        // and its end, settled as any other, requeues it and asks for a new pass.
+        await this.update(rec, { reason: 'preempting' });
+        await this.event({ type: 'job-preempting', jobId: rec.id, data: { attempt: rec.attempt, preemptions: rec.preemptions ?? 0 } });
         await this.o.executor.cancel(rec.id);
-        const report = await ended;
-        this.exitWaiters.delete(rec.id);
-        if (report) await this.settle(report);
-        else this.o.log?.(`job ${marked.id}: still stopping after ${PREEMPT_WAIT_MS / 1000} s; it is requeued when it ends`);
         return true;
       }
     }
@@ -485,17 +583,20 @@ export class PoolServiceImpl implements PoolService {
   private async launch(rec: JobRecord, placement: JobPlacement): Promise<void> {
     const attempt = rec.attempt + 1;
     const dir = this.attemptDir(rec.id, attempt);
+    const checkpoint = this.checkpointDir(rec.id);
     const starting = await this.update(rec, { state: 'starting', placement, attempt, startedAt: this.o.now(), endedAt: null, process: null, exitCode: null, reason: null });
     await this.event({ type: 'job-starting', jobId: rec.id, data: { attempt, placement } });
     try {
+      mkdirSync(checkpoint, { recursive: true });
       const ref = await this.o.executor.launch({
         jobId: rec.id,
         attempt,
         command: rec.spec.command,
         workdir: rec.spec.workdir ?? dir,
-        env: { ...this.o.jobEnv, ...rec.spec.env },
+        env: { ...this.o.jobEnv, ...rec.spec.env, MIGPOOL_CHECKPOINT_DIR: checkpoint },
         devices: placement.devices,
         maxRuntimeSeconds: rec.spec.maxRuntime ?? null,
+        graceSeconds: rec.spec.killGracePeriod ?? DEFAULT_KILL_GRACE_SECONDS,
         dir,
         gres: placement.kind === 'instance' ? { type: placement.profile, count: 1 } : { type: null, count: placement.gpus.length },
       });
@@ -512,8 +613,12 @@ export class PoolServiceImpl implements PoolService {
 
   /** An attempt ended: success, cancel, preemption (requeue), or failure (retry or fail). */
   private async settle(r: ExitReport): Promise<void> {
+    const done = () => {
+      if (this.exitsSeen.get(r.jobId) === r) this.exitsSeen.delete(r.jobId);
+    };
     const rec = this.active.get(r.jobId);
-    if (!rec || rec.attempt !== r.attempt || (rec.state !== 'running' && rec.state !== 'starting')) return;
+    if (!rec || rec.attempt !== r.attempt || (rec.state !== 'running' && rec.state !== 'starting')) return done();
+    // Forgotten only once written: when the store cannot take it (a full disk), every pass tries again.
     await this.endAttempt(rec, {
       exitCode: r.exitCode,
       reason:
@@ -529,6 +634,7 @@ export class PoolServiceImpl implements PoolService {
       failure: r.reason !== 'exited' || r.exitCode !== 0,
       stopped: r.reason === 'cancelled',
     });
+    done();
   }
 
   private async endAttempt(rec: JobRecord, how: { exitCode: number | null; reason: string | null; failure: boolean; stopped?: boolean }): Promise<void> {
@@ -537,9 +643,10 @@ export class PoolServiceImpl implements PoolService {
     const base: JobPatch = { exitCode: how.exitCode, endedAt: now, process: rec.process, placement: rec.placement };
     let patch: JobPatch;
     if (rec.cancelRequested) patch = { ...base, state: 'cancelled', reason: 'cancelled while running' };
-    else if (how.stopped && rec.reason === 'preempting') patch = { state: 'queued', placement: null, process: null, reason: `preempted during attempt ${rec.attempt}; requeued`, endedAt: null };
+    else if (how.stopped && rec.reason === 'preempting') patch = { state: 'queued', placement: null, process: null, reason: `preempted during attempt ${rec.attempt}; requeued`, endedAt: null, preemptions: (rec.preemptions ?? 0) + 1 };
     else if (!how.failure) patch = { ...base, state: 'succeeded', reason: null };
-    else if (rec.attempt <= rec.spec.retries) patch = { state: 'queued', placement: null, process: null, exitCode: how.exitCode, reason: `attempt ${rec.attempt} failed (${how.reason}); retrying`, endedAt: null };
+    // Retries count failures only: attempts ended by a preemption are not charged.
+    else if (rec.attempt - (rec.preemptions ?? 0) <= rec.spec.retries) patch = { state: 'queued', placement: null, process: null, exitCode: how.exitCode, reason: `attempt ${rec.attempt} failed (${how.reason}); retrying`, endedAt: null };
     else patch = { ...base, state: 'failed', reason: how.reason };
     const next = await this.update(rec, patch);
     if (next.state === 'queued') await this.event({ type: 'job-requeued', jobId: rec.id, data: { attempt: rec.attempt, reason: next.reason } });
@@ -595,6 +702,7 @@ export class PoolServiceImpl implements PoolService {
   }
 
   private finish(rec: JobRecord): void {
+    this.progress.forget(rec.id);
     this.active.delete(rec.id);
     this.pastRuns.delete(rec.id);
     this.specs.delete(rec.id);
@@ -615,6 +723,34 @@ export class PoolServiceImpl implements PoolService {
 
   private attemptDir(id: string, attempt: number): string {
     return join(this.o.dataDir, 'jobs', id, String(attempt));
+  }
+
+  /** Where every attempt of a job keeps its checkpoints (`MIGPOOL_CHECKPOINT_DIR`): kept across attempts. */
+  private checkpointDir(id: string): string {
+    return join(this.o.dataDir, 'jobs', id, 'checkpoint');
+  }
+
+  /** A re-partition failed: the GPU backs off (exponentially, per GPU), an event and the counter say so. */
+  private async repartitionFailed(gpu: number, e: unknown): Promise<void> {
+    const error = (e instanceof Error ? e.message : String(e)).split('\n')[0]!;
+    const count = (this.repartitionFailures.get(gpu)?.count ?? 0) + 1;
+    const waitMs = repartitionBackoffMs(count);
+    this.repartitionFailures.set(gpu, { count, until: this.o.now() + waitMs, error });
+    this.reconfigurationsFailed++;
+    this.o.log?.(`GPU ${gpu}: re-partition failed (${count} in a row): ${error}; next try in ${Math.round(waitMs / 1000)} s`);
+    await this.event({ type: 'gpu-reconfigure-failed', jobId: null, data: { gpu, error, failures: count, retryInSeconds: waitMs / 1000 } });
+  }
+
+  private repartitionFailureOf(gpu: number): GpuSnapshot['repartitionFailure'] {
+    const f = this.repartitionFailures.get(gpu);
+    return f ? { failures: f.count, error: f.error, retryAt: f.until } : null;
+  }
+
+  /** Milliseconds until a GPU of the placement may be re-partitioned again, or null when none backs off. */
+  private backoffOf(p: JobPlacement): number | null {
+    const now = this.o.now();
+    const left = (p.kind === 'instance' ? [p.gpu] : p.gpus).map((g) => (this.repartitionFailures.get(g)?.until ?? 0) - now).filter((ms) => ms > 0);
+    return left.length > 0 ? Math.max(...left) : null;
   }
 
   /** Reads the GPUs again: all of them, or only GPU `only` (by index) after changing it. */
@@ -652,7 +788,46 @@ export class PoolServiceImpl implements PoolService {
     return { instances, whole, sharing };
   }
 
+  /** Why each queued job waits: the policy's words where it has them, else the generic explanation. */
+  private explainQueue(): void {
+    if (![...this.active.values()].some((r) => r.state === 'queued')) {
+      this.pending = new Map();
+      return;
+    }
+    // Words for people: once a second is fresh enough, and keeps passes cheap under a long queue.
+    if (this.o.now() - this.explainedAt < EXPLAIN_EVERY_MS) return;
+    this.explainedAt = this.o.now();
+    const view = this.view();
+    const reasons = explainPending(view, this.ctx);
+    let own: ReadonlyMap<string, string> | undefined;
+    try {
+      own = this.o.policy.explain?.(view, this.ctx);
+    } catch (e) {
+      this.o.log?.(`policy ${this.o.policy.name} could not explain its queue: ${e instanceof Error ? e.message : String(e)}`);
+    }
+    if (this.reconfiguring.size > 0) for (const id of reasons.keys()) reasons.set(id, `re-partitioning GPU ${[...this.reconfiguring].join(', ')}`);
+    if (own) for (const [id, why] of own) if (reasons.has(id)) reasons.set(id, why);
+    this.pending = reasons;
+  }
+
+  /** Reads the progress lines running jobs printed since the last read (bounded per job, see ProgressReader). */
+  private async readProgress(): Promise<void> {
+    if (this.readingProgress) return;
+    this.readingProgress = true;
+    try {
+      for (const r of [...this.active.values()]) {
+        if (r.state !== 'running' || !r.process) continue;
+        await this.progress.poll(r.id, this.o.executor.logPaths(r.process).stdout, this.o.now());
+      }
+    } catch (e) {
+      this.o.log?.(`reading progress failed: ${e instanceof Error ? e.message : String(e)}`);
+    } finally {
+      this.readingProgress = false;
+    }
+  }
+
   private sample(): void {
+    void this.readProgress();
     const occupants = this.occupants();
     let busy = 0;
     let all = 0;
@@ -683,7 +858,14 @@ export class PoolServiceImpl implements PoolService {
         throw badInput(`${where}: workload: ${e instanceof Error ? e.message : String(e)}`, { path: 'workload' });
       }
     }
-    const profile = spec.resources.profile;
+    const refused = launchRefusal(spec.command, { ...this.o.jobEnv, ...spec.env }, spec.workdir);
+    if (refused) throw badInput(`${where}: ${refused.path}: ${refused.message}`, { path: refused.path });
+    const memory = spec.resources.memory;
+    if (memory !== undefined && this.gpusFound.length > 0 && !this.gpusFound.some((g) => g.model.memoryGB >= memory)) {
+      const most = Math.max(...this.gpusFound.map((g) => g.model.memoryGB));
+      throw badInput(`${where}: resources.memory: ${memory} GiB is more than any GPU here holds (${most} GB at most); ask for less, or for several whole GPUs with resources.gpus`, { path: 'resources.memory' });
+    }
+    const profile = profileOf(spec);
     if (profile !== undefined && this.gpusFound.length > 0 && !this.gpusFound.some((g) => g.model.giProfiles.some((p) => p.name === profile))) {
       const names = [...new Set(this.gpusFound.flatMap((g) => g.model.giProfiles.map((p) => p.name)))];
       throw badInput(`${where}: resources.profile: no GPU here offers '${profile}'; profiles here: ${names.join(', ')}`, { path: 'resources.profile' });
@@ -709,7 +891,10 @@ export class PoolServiceImpl implements PoolService {
       arrival: r.submittedAt / 1000,
       estimate: r.spec.estimatedSeconds ?? null,
       memoryGiB: r.spec.resources.memory ?? null,
-      profile: r.spec.resources.profile ?? null,
+      profile: profileOf(r.spec) ?? null,
+      exactProfile: isExactProfile(r.spec),
+      // Records written before the contract existed have no field: not preemptible.
+      preemptible: r.spec.preemptible === true,
     };
   }
 }

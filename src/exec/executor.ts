@@ -38,6 +38,8 @@ export interface LaunchSpec {
   /** MIG device UUIDs or GPU UUIDs: what CUDA_VISIBLE_DEVICES gets (comma-separated). */
   readonly devices: readonly string[];
   readonly maxRuntimeSeconds: number | null;
+  /** Seconds from SIGTERM to SIGKILL when the attempt is stopped (cancel, preemption, max runtime) [the executor's default]. */
+  readonly graceSeconds?: number;
   /** Folder for this attempt (created if missing): stdout.log, stderr.log, exit status. */
   readonly dir: string;
   /**

@@ -127,6 +127,28 @@ describe('local executor', () => {
     expect(readFileSync(join(s.dir, 'stderr.log'), 'utf8')).toContain('max runtime of 0.3 s');
   });
 
+  it('a max runtime longer than a Node timer holds (30 days, over 2^31-1 ms) does not fire at once', async () => {
+    const ex = executor();
+    const s = spec('setTimeout(() => {}, 1200)', { maxRuntimeSeconds: 30 * 86_400 });
+    const exit = nextExit(ex, s.jobId);
+    await ex.launch(s);
+    expect(await exit).toMatchObject({ exitCode: 0, reason: 'exited' });
+    expect(readFileSync(join(s.dir, 'stderr.log'), 'utf8')).not.toContain('max runtime');
+  });
+
+  it('a launch can set its own grace period: SIGKILL comes that long after SIGTERM', async () => {
+    const ex = executor();
+    const s = spec(`process.on('SIGTERM', () => console.log('term')); setInterval(() => {}, 1000); console.log('ready')`, { graceSeconds: 1.5 });
+    const exit = nextExit(ex, s.jobId);
+    await ex.launch(s);
+    await waitFor(() => existsSync(join(s.dir, 'stdout.log')) && readFileSync(join(s.dir, 'stdout.log'), 'utf8').includes('ready'));
+    const t0 = Date.now();
+    await ex.cancel(s.jobId);
+    expect(await exit).toMatchObject({ reason: 'cancelled', signal: 'SIGKILL' });
+    expect(Date.now() - t0).toBeGreaterThanOrEqual(1400);
+    expect(readFileSync(join(s.dir, 'stdout.log'), 'utf8')).toContain('term');
+  });
+
   it('cancel stops the whole group: a grandchild that ignores SIGTERM gets SIGKILL after the grace', async () => {
     const ex = executor();
     const grandchild = `process.on('SIGTERM', () => {}); setInterval(() => {}, 1000); console.log('ready')`;

@@ -136,6 +136,12 @@ export function readProcessRef(dir: string): ProcessRef | null {
   return { pid: runner.pid, startTicks: runner.startTicks, dir };
 }
 
+/** The grace period an attempt was launched with (its `launch.json`), or null when unreadable. */
+function graceOfLaunch(dir: string): number | null {
+  const launch = readJson(attemptFiles(dir).launch);
+  return isRecord(launch) && typeof launch.graceSeconds === 'number' && Number.isFinite(launch.graceSeconds) ? launch.graceSeconds : null;
+}
+
 function signalGroup(pgid: number, signal: NodeJS.Signals): void {
   try {
     process.kill(-pgid, signal);
@@ -176,6 +182,8 @@ function validateSpec(spec: LaunchSpec): void {
   if (max !== null && !(typeof max === 'number' && Number.isFinite(max) && max > 0)) {
     throw badInput(`${where}: maxRuntimeSeconds ${String(max)} must be a positive number of seconds or null`);
   }
+  const grace = spec.graceSeconds;
+  if (grace !== undefined && !(Number.isFinite(grace) && grace >= 0)) throw badInput(`${where}: graceSeconds ${String(grace)} must be a number of seconds >= 0`);
 }
 
 interface Tracked {
@@ -184,6 +192,8 @@ interface Tracked {
   readonly ref: ProcessRef;
   /** The runner, when this service process started it; null for an adopted attempt (watched by polling). */
   readonly child: ChildProcess | null;
+  /** Seconds the runner waits from SIGTERM to SIGKILL for this attempt. */
+  readonly graceSeconds: number;
   onChildExit: ((code: number | null, signal: NodeJS.Signals | null) => void) | null;
   cancelRequested: boolean;
   killTimer: NodeJS.Timeout | null;
@@ -313,7 +323,7 @@ export function createLocalExecutor(opts: LocalExecutorOptions = {}): Executor {
         MIGPOOL_ATTEMPT: String(spec.attempt),
       },
       maxRuntimeSeconds: spec.maxRuntimeSeconds,
-      graceSeconds,
+      graceSeconds: spec.graceSeconds ?? graceSeconds,
     });
 
     const out = openSync(files.stdout, 'a', 0o644);
@@ -343,7 +353,7 @@ export function createLocalExecutor(opts: LocalExecutorOptions = {}): Executor {
       throw new MigpoolError('RUNTIME', `job ${spec.jobId}: cannot read /proc/${pid}/stat; the local executor needs Linux's /proc`, { jobId: spec.jobId, pid });
     }
     const ref: ProcessRef = { pid, startTicks: stat.startTicks, dir: spec.dir };
-    const t: Tracked = { jobId: spec.jobId, attempt: spec.attempt, ref, child, onChildExit: null, cancelRequested: false, killTimer: null };
+    const t: Tracked = { jobId: spec.jobId, attempt: spec.attempt, ref, child, graceSeconds: spec.graceSeconds ?? graceSeconds, onChildExit: null, cancelRequested: false, killTimer: null };
     t.onChildExit = (_code, signal) => ended(t, signal);
     child.once('exit', t.onChildExit);
     child.unref();
@@ -360,7 +370,7 @@ export function createLocalExecutor(opts: LocalExecutorOptions = {}): Executor {
     if (current !== undefined && current.attempt === attempt && current.ref.pid === ref.pid && current.ref.startTicks === ref.startTicks) return 'running';
     if (isSameLiveProcess(ref.pid, ref.startTicks)) {
       if (current !== undefined) untrack(current);
-      tracked.set(jobId, { jobId, attempt, ref, child: null, onChildExit: null, cancelRequested: false, killTimer: null });
+      tracked.set(jobId, { jobId, attempt, ref, child: null, graceSeconds: graceOfLaunch(ref.dir) ?? graceSeconds, onChildExit: null, cancelRequested: false, killTimer: null });
       watchByPolling();
       return 'running';
     }
@@ -381,7 +391,7 @@ export function createLocalExecutor(opts: LocalExecutorOptions = {}): Executor {
         signalGroup(t.ref.pid, 'SIGKILL');
         killOrphanedJob(t.ref.dir);
       },
-      (graceSeconds + RUNNER_BACKSTOP_SECONDS) * 1000,
+      (t.graceSeconds + RUNNER_BACKSTOP_SECONDS) * 1000,
     );
     t.killTimer.unref();
   }

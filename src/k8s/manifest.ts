@@ -93,8 +93,10 @@ function sliceRequest(spec: JobSpecInput, where: string, gpu: string | undefined
   const r = spec.resources;
   if (r.gpus !== undefined) return [WHOLE_GPU_RESOURCE, r.gpus];
   if (r.profile !== undefined) {
-    if (gpu !== undefined) findGiProfile(resolveGpuModel(gpu), r.profile);
-    return [k8sMigResourceName(r.profile), 1];
+    // The device plugin hands out named slices only: `{atLeast: P}` asks for P itself.
+    const profile = typeof r.profile === 'object' ? r.profile.atLeast : r.profile;
+    if (gpu !== undefined) findGiProfile(resolveGpuModel(gpu), profile);
+    return [k8sMigResourceName(profile), 1];
   }
   if (r.memory !== undefined) {
     if (gpu === undefined) throw badInput(`${where}: resources.memory needs --gpu MODEL to choose the MIG profile that holds ${r.memory} GiB (e.g. --gpu A100-SXM4-40GB)`);

@@ -208,4 +208,11 @@ export interface Policy {
    * policy's next round), asked right after each `decide`; null or a time not after now: no call.
    */
   wakeAt?(view: ClusterView): number | null;
+
+  /**
+   * Optional: why each queued job of the view waits, in words (`waiting for a 3g.20gb slice held
+   * by job 12`), by job id. The service shows it to users; jobs it leaves out get the generic
+   * explanation of src/sched/pending.ts.
+   */
+  explain?(view: ClusterView, ctx: PolicyContext): ReadonlyMap<string, string>;
 }

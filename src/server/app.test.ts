@@ -7,6 +7,8 @@ import { buildServer, hostOf } from './app.js';
 
 const TOKEN = 'a'.repeat(64);
 const auth = { authorization: `Bearer ${TOKEN}` };
+/** A GET with the token, as every read needs. */
+const get = (url: string) => ({ method: 'GET' as const, url, headers: auth });
 
 let fake: FakePoolService;
 let app: FastifyInstance;
@@ -110,16 +112,39 @@ describe('POST /v1/jobs', () => {
   it('on a loopback listener, refuses Host names it does not answer to (DNS rebinding), also for reads', async () => {
     const guarded = await buildServer({ service: fake, token: TOKEN, processMetrics: false, allowedHosts: loopbackNames('127.0.0.1')! });
     for (const host of ['127.0.0.1:7070', 'localhost:7070', '[::1]:7070', 'LOCALHOST']) {
-      expect((await guarded.inject({ method: 'GET', url: '/v1/jobs', headers: { host } })).statusCode, host).toBe(200);
+      expect((await guarded.inject({ method: 'GET', url: '/v1/jobs', headers: { host, ...auth } })).statusCode, host).toBe(200);
     }
     for (const host of ['evil.example:7070', 'evil.example', '127.0.0.1.evil.example', '[::2]:80']) {
-      const res = await guarded.inject({ method: 'GET', url: '/v1/jobs', headers: { host } });
+      const res = await guarded.inject({ method: 'GET', url: '/v1/jobs', headers: { host, ...auth } });
       expect(res.statusCode, host).toBe(403);
       expect(res.json<{ error: { code: string; message: string } }>().error.message).toContain('--listen');
     }
     await guarded.close();
     expect(loopbackNames('0.0.0.0')).toBeNull();
     expect(hostOf('[::1]:80')).toBe('::1');
+  });
+
+  it('every read of data needs the token too: jobs, one job, logs, GPUs, stats, events, metrics; the page and the API description do not', async () => {
+    await submit();
+    for (const url of ['/v1/jobs', '/v1/jobs/1', '/v1/jobs/1/logs?stream=stdout&offset=0', '/v1/gpus', '/v1/stats', '/v1/events', '/metrics']) {
+      const res = await app.inject({ method: 'GET', url });
+      expect(res.statusCode, url).toBe(401);
+      expect(res.json<{ error: { code: string } }>().error.code, url).toBe('UNAUTHORIZED');
+      expect((await app.inject({ method: 'GET', url: url.replace(/\?.*/, '') + (url.includes('?') ? url.slice(url.indexOf('?')) : ''), headers: { authorization: 'Bearer wrong' } })).statusCode, url).toBe(401);
+    }
+    expect((await app.inject({ method: 'GET', url: '/v1/jobs?token=' + TOKEN })).statusCode).toBe(401);
+    for (const url of ['/', '/assets/dashboard.js', '/v1/openapi.json']) expect((await app.inject({ method: 'GET', url })).statusCode, url).toBe(200);
+  });
+
+  it('never echoes env values back in full: submit, list, one job and cancel answers redact them', async () => {
+    const secret = 'wandb-0123456789abcdef';
+    const created = await app.inject({ method: 'POST', url: '/v1/jobs', headers: auth, payload: { ...spec, env: { WANDB_API_KEY: secret } } });
+    expect(created.statusCode).toBe(201);
+    const answers = [created.body, (await app.inject(get('/v1/jobs'))).body, (await app.inject(get('/v1/jobs/1'))).body, (await app.inject({ method: 'POST', url: '/v1/jobs/1/cancel', headers: auth })).body];
+    for (const body of answers) {
+      expect(body).not.toContain(secret);
+      expect(body).toContain('"WANDB_API_KEY":"[redacted: 22 chars]"');
+    }
   });
 
   it('names the token file it was given in 401s', async () => {
@@ -144,30 +169,30 @@ describe('GET /v1/jobs', () => {
   const names = (res: { json: <T>() => T }) => res.json<{ jobs: { spec: { name: string } }[] }>().jobs.map((j) => j.spec.name);
 
   it('lists all jobs by id, and filters by state, priority, after, limit and order', async () => {
-    expect(names(await app.inject('/v1/jobs'))).toEqual(['a', 'b', 'c', 'd']);
-    expect(names(await app.inject('/v1/jobs?state=queued'))).toEqual(['a', 'd']);
-    expect(names(await app.inject('/v1/jobs?state=queued,running'))).toEqual(['a', 'c', 'd']);
-    expect(names(await app.inject('/v1/jobs?state=queued&state=succeeded'))).toEqual(['a', 'b', 'd']);
-    expect(names(await app.inject('/v1/jobs?priority=background'))).toEqual(['b']);
-    expect(names(await app.inject('/v1/jobs?after=2&limit=1'))).toEqual(['c']);
-    expect(names(await app.inject('/v1/jobs?order=desc&limit=2'))).toEqual(['d', 'c']);
+    expect(names(await app.inject(get('/v1/jobs')))).toEqual(['a', 'b', 'c', 'd']);
+    expect(names(await app.inject(get('/v1/jobs?state=queued')))).toEqual(['a', 'd']);
+    expect(names(await app.inject(get('/v1/jobs?state=queued,running')))).toEqual(['a', 'c', 'd']);
+    expect(names(await app.inject(get('/v1/jobs?state=queued&state=succeeded')))).toEqual(['a', 'b', 'd']);
+    expect(names(await app.inject(get('/v1/jobs?priority=background')))).toEqual(['b']);
+    expect(names(await app.inject(get('/v1/jobs?after=2&limit=1')))).toEqual(['c']);
+    expect(names(await app.inject(get('/v1/jobs?order=desc&limit=2')))).toEqual(['d', 'c']);
   });
 
   it('answers 400 for a bad filter, naming the parameter', async () => {
-    const state = await app.inject('/v1/jobs?state=queued,sleeping');
+    const state = await app.inject(get('/v1/jobs?state=queued,sleeping'));
     expect(state.statusCode).toBe(400);
     expect(state.json()).toMatchObject({ error: { code: 'BAD_INPUT', path: 'state' } });
     expect(state.json<{ error: { message: string } }>().error.message).toContain("unknown job state 'sleeping'");
-    const limit = await app.inject('/v1/jobs?limit=0');
+    const limit = await app.inject(get('/v1/jobs?limit=0'));
     expect(limit.statusCode).toBe(400);
     expect(limit.json()).toMatchObject({ error: { code: 'BAD_INPUT', path: 'limit' } });
-    expect((await app.inject('/v1/jobs?order=up')).json()).toMatchObject({ error: { path: 'order' } });
-    expect((await app.inject('/v1/jobs?priority=urgent')).statusCode).toBe(400);
+    expect((await app.inject(get('/v1/jobs?order=up'))).json()).toMatchObject({ error: { path: 'order' } });
+    expect((await app.inject(get('/v1/jobs?priority=urgent'))).statusCode).toBe(400);
   });
 
   it('serialises placements of both kinds', async () => {
     fake.startJob('4', 1, null);
-    const jobs = (await app.inject('/v1/jobs?state=running')).json<{ jobs: { id: string; placement: unknown }[] }>().jobs;
+    const jobs = (await app.inject(get('/v1/jobs?state=running'))).json<{ jobs: { id: string; placement: unknown }[] }>().jobs;
     expect(jobs).toEqual([
       expect.objectContaining({ id: '3', placement: { kind: 'instance', gpu: 0, start: 0, profile: '2g.10gb', devices: ['MIG-0-0'] } }),
       expect.objectContaining({ id: '4', placement: { kind: 'gpus', gpus: [1], sharing: 'exclusive', devices: [fake.gpuList[1]!.uuid] } }),
@@ -178,11 +203,11 @@ describe('GET /v1/jobs', () => {
 describe('one job', () => {
   it('GET /v1/jobs/:id answers the job, or 404 as JSON', async () => {
     const { id } = await submit();
-    expect((await app.inject(`/v1/jobs/${id}`)).json()).toMatchObject({ id, state: 'queued' });
-    const missing = await app.inject('/v1/jobs/99');
+    expect((await app.inject(get(`/v1/jobs/${id}`))).json()).toMatchObject({ id, state: 'queued' });
+    const missing = await app.inject(get('/v1/jobs/99'));
     expect(missing.statusCode).toBe(404);
     expect(missing.json()).toEqual({ error: { code: 'NOT_FOUND', message: 'no job 99: list the jobs with GET /v1/jobs (or `migpool jobs`)' } });
-    expect((await app.inject('/v1/jobs/a%20b')).statusCode).toBe(400);
+    expect((await app.inject(get('/v1/jobs/a%20b'))).statusCode).toBe(400);
   });
 
   it('POST /v1/jobs/:id/cancel cancels a queued job and asks a running one to stop', async () => {
@@ -202,14 +227,14 @@ describe('one job', () => {
     fake.startJob(id, 0, 2);
     fake.appendLog(id, 'stdout', 'epoch 1\nepoch 2\n');
     fake.appendLog(id, 'stderr', 'warning\n');
-    expect((await app.inject(`/v1/jobs/${id}/logs`)).json()).toEqual({ text: 'epoch 1\nepoch 2\n', nextOffset: 16, done: false });
-    expect((await app.inject(`/v1/jobs/${id}/logs?offset=8&limit=4`)).json()).toEqual({ text: 'epoc', nextOffset: 12, done: false });
-    expect((await app.inject(`/v1/jobs/${id}/logs?stream=stderr`)).json()).toEqual({ text: 'warning\n', nextOffset: 8, done: false });
+    expect((await app.inject(get(`/v1/jobs/${id}/logs`))).json()).toEqual({ text: 'epoch 1\nepoch 2\n', nextOffset: 16, done: false });
+    expect((await app.inject(get(`/v1/jobs/${id}/logs?offset=8&limit=4`))).json()).toEqual({ text: 'epoc', nextOffset: 12, done: false });
+    expect((await app.inject(get(`/v1/jobs/${id}/logs?stream=stderr`))).json()).toEqual({ text: 'warning\n', nextOffset: 8, done: false });
     fake.finishJob(id, 0);
-    expect((await app.inject(`/v1/jobs/${id}/logs?offset=16`)).json()).toEqual({ text: '', nextOffset: 16, done: true });
-    expect((await app.inject(`/v1/jobs/${id}/logs?stream=stdin`)).json()).toMatchObject({ error: { code: 'BAD_INPUT', path: 'stream' } });
-    expect((await app.inject(`/v1/jobs/${id}/logs?offset=-1`)).statusCode).toBe(400);
-    expect((await app.inject('/v1/jobs/77/logs')).statusCode).toBe(404);
+    expect((await app.inject(get(`/v1/jobs/${id}/logs?offset=16`))).json()).toEqual({ text: '', nextOffset: 16, done: true });
+    expect((await app.inject(get(`/v1/jobs/${id}/logs?stream=stdin`))).json()).toMatchObject({ error: { code: 'BAD_INPUT', path: 'stream' } });
+    expect((await app.inject(get(`/v1/jobs/${id}/logs?offset=-1`))).statusCode).toBe(400);
+    expect((await app.inject(get('/v1/jobs/77/logs'))).statusCode).toBe(404);
   });
 });
 
@@ -217,7 +242,7 @@ describe('GPUs, stats, unknown routes, errors', () => {
   it('GET /v1/gpus lists the GPUs with their instances', async () => {
     const { id } = await submit();
     fake.startJob(id, 0, 4);
-    const { gpus } = (await app.inject('/v1/gpus')).json<{ gpus: { migEnabled: boolean; instances: { profile: string; job: string | null }[] }[] }>();
+    const { gpus } = (await app.inject(get('/v1/gpus'))).json<{ gpus: { migEnabled: boolean; instances: { profile: string; job: string | null }[] }[] }>();
     expect(gpus).toHaveLength(2);
     expect(gpus[0]!.instances.map((i) => [i.profile, i.job])).toEqual([
       ['2g.10gb', null],
@@ -228,19 +253,19 @@ describe('GPUs, stats, unknown routes, errors', () => {
   });
 
   it('GET /v1/stats answers the service stats', async () => {
-    const stats = (await app.inject('/v1/stats')).json<{ policy: string; timeline: unknown[] }>();
+    const stats = (await app.inject(get('/v1/stats'))).json<{ policy: string; timeline: unknown[] }>();
     expect(stats.policy).toBe('fake-fifo');
     expect(stats.timeline).toHaveLength(30);
   });
 
   it('answers JSON 404s for unknown routes and 500s for service failures', async () => {
-    const res = await app.inject('/v2/nothing?token=secret');
+    const res = await app.inject(get('/v2/nothing?token=secret'));
     expect(res.statusCode).toBe(404);
     expect(res.json()).toEqual({ error: { code: 'NOT_FOUND', message: 'no route GET /v2/nothing: the API is described at /v1/openapi.json' } });
     fake.gpus = async () => {
       throw new Error('driver gone\nsecond line');
     };
-    const failed = await app.inject('/v1/gpus');
+    const failed = await app.inject(get('/v1/gpus'));
     expect(failed.statusCode).toBe(500);
     expect(failed.json()).toEqual({ error: { code: 'INTERNAL', message: 'internal error: driver gone' } });
   });
@@ -248,7 +273,7 @@ describe('GPUs, stats, unknown routes, errors', () => {
 
 describe('GET /v1/openapi.json', () => {
   it('is an OpenAPI 3.1 document with the paths, bearer security and schemas', async () => {
-    const res = await app.inject('/v1/openapi.json');
+    const res = await app.inject(get('/v1/openapi.json'));
     expect(res.statusCode).toBe(200);
     const doc = JSON.parse(res.body) as {
       openapi: string;
@@ -277,7 +302,7 @@ describe('GET /metrics', () => {
     await submit({ ...spec, priority: 'background' });
     fake.startJob('1', 0, 0);
     fake.reconfigurations = 3;
-    const res = await withProcess.inject('/metrics');
+    const res = await withProcess.inject(get('/metrics'));
     expect(res.statusCode).toBe(200);
     expect(res.headers['content-type']).toContain('text/plain');
     const text = res.body;
@@ -306,9 +331,9 @@ describe('GET /metrics', () => {
       calls++;
       return stats();
     };
-    await app.inject('/metrics');
+    await app.inject(get('/metrics'));
     expect(calls).toBe(1);
-    await app.inject('/metrics');
+    await app.inject(get('/metrics'));
     expect(calls).toBe(2);
   });
 });
@@ -358,7 +383,7 @@ describe('GET /v1/events', () => {
   /** Reads server-sent event frames from a live server until `until` says stop. */
   async function readFrames(url: string, headers: Record<string, string>, until: (frames: Frame[]) => boolean, onOpen?: () => void): Promise<Frame[]> {
     const controller = new AbortController();
-    const res = await fetch(url, { headers, signal: controller.signal });
+    const res = await fetch(url, { headers: { ...auth, ...headers }, signal: controller.signal });
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toBe('text/event-stream; charset=utf-8');
     const reader = res.body!.pipeThrough(new TextDecoderStream()).getReader();
@@ -443,7 +468,7 @@ describe('GET /v1/events', () => {
     const { server, url } = await listen();
     const frames = await readFrames(`${url}?after=1`, {}, (f) => f.some((x) => x.event !== undefined));
     expect(frames.find((f) => f.event)!.id).toBe('2');
-    const bad = await fetch(url, { headers: { 'last-event-id': 'abc' } });
+    const bad = await fetch(url, { headers: { ...auth, 'last-event-id': 'abc' } });
     expect(bad.status).toBe(400);
     expect(((await bad.json()) as { error: { path: string } }).error.path).toBe('Last-Event-ID');
     await closeNow(server);
@@ -451,7 +476,7 @@ describe('GET /v1/events', () => {
 
   it('ends open streams when the server closes', async () => {
     const { server, url } = await listen();
-    const res = await fetch(url);
+    const res = await fetch(url, { headers: auth });
     const reader = res.body!.getReader();
     await reader.read();
     expect(fake.subscribers).toBe(1);

@@ -5,7 +5,8 @@ import YAML from 'yaml';
 import { parseJobSpec } from '../jobs/job-spec.js';
 import { MigpoolError } from '../errors.js';
 import { JOB_STATES, type JobFilter, type JobState } from '../store/types.js';
-import { bearerChecker, MUTATING_METHODS, redactToken } from './auth.js';
+import { bearerChecker, isPublicPath, MUTATING_METHODS, redactEnv, redactToken } from './auth.js';
+import type { JobRecord } from '../store/types.js';
 import { DASHBOARD_CSS } from './dashboard-style.js';
 import { DASHBOARD_HTML } from './dashboard-page.js';
 import { DASHBOARD_SCRIPT } from './dashboard-script.js';
@@ -57,6 +58,11 @@ export function hostOf(header: string | undefined): string {
   if (bracketed) return bracketed[1] ?? '';
   // A bare IPv6 address has colons of its own and no port.
   return h.split(':').length === 2 ? h.replace(/:\d*$/, '') : h;
+}
+
+/** A job as the API shows it: its env values redacted (they may hold API keys). */
+function redacted(job: JobRecord): JobRecord {
+  return { ...job, spec: { ...job.spec, env: redactEnv(job.spec.env ?? {}) } };
 }
 
 /** Version of the HTTP API published in the OpenAPI document. */
@@ -159,8 +165,9 @@ const DASHBOARD_CSP = "default-src 'self'; script-src 'self'; style-src 'self' '
 
 /**
  * The HTTP face of `migpool serve`: the REST API under /v1 (see `openapi.ts`), server-sent events,
- * Prometheus metrics at /metrics and the web dashboard at /. Mutating calls need
- * `Authorization: Bearer <token>`; GET calls are open. The caller listens (loopback by default)
+ * Prometheus metrics at /metrics and the web dashboard at /. Every call but the dashboard's page,
+ * its assets and the OpenAPI document needs `Authorization: Bearer <token>` (the event stream
+ * also takes `?token=`, for browsers' EventSource); env values are redacted in answers. The caller listens (loopback by default)
  * and closes; closing ends open event streams.
  */
 export async function buildServer(opts: ServerOptions): Promise<FastifyInstance> {
@@ -201,11 +208,16 @@ export async function buildServer(opts: ServerOptions): Promise<FastifyInstance>
         `Host '${request.headers.host ?? ''}' is not a name of this service (it answers to ${[...allowedHosts].join(', ')}): use one of those, or start migpool serve with --listen on the address you want to reach it by`,
       );
     }
-    if (MUTATING_METHODS.has(request.method) && !authorized(request.headers.authorization)) {
+    const path = request.url.split('?')[0] ?? '';
+    const open = !MUTATING_METHODS.has(request.method) && isPublicPath(path);
+    // EventSource cannot send headers: the event stream alone also takes `?token=` (redacted from logs).
+    const queryToken = request.method === 'GET' && path === '/v1/events' ? (request.query as { token?: unknown }).token : undefined;
+    const fromQuery = typeof queryToken === 'string' && authorized(`Bearer ${queryToken}`);
+    if (!open && !fromQuery && !authorized(request.headers.authorization)) {
       throw new ApiError(
         401,
         'UNAUTHORIZED',
-        `${request.method} needs the service's token: send \`Authorization: Bearer <token>\` with the token from ${tokenWhere} (the migpool CLI reads it for you)`,
+        `${request.method} ${path} needs the service's token: send \`Authorization: Bearer <token>\` with the token from ${tokenWhere} (the migpool CLI reads it for you; open the dashboard as /?token=...)`,
       );
     }
   });
@@ -244,7 +256,7 @@ export async function buildServer(opts: ServerOptions): Promise<FastifyInstance>
     },
     async (request, reply) => {
       const job = await service.submit(request.body);
-      return reply.code(201).header('location', `/v1/jobs/${encodeURIComponent(job.id)}`).send(job);
+      return reply.code(201).header('location', `/v1/jobs/${encodeURIComponent(job.id)}`).send(redacted(job));
     },
   );
 
@@ -261,20 +273,27 @@ export async function buildServer(opts: ServerOptions): Promise<FastifyInstance>
         ...(q.limit !== undefined ? { limit: q.limit } : {}),
         ...(q.order !== undefined ? { order: q.order } : {}),
       };
-      return { jobs: await service.listJobs(filter) };
+      return { jobs: (await service.listJobs(filter)).map(redacted) };
     },
   );
 
   app.get<{ Params: { id: string } }>('/v1/jobs/:id', { schema: { params: jobIdParamsSchema, response: { 200: jobRecordSchema, ...errorResponses } } }, async (request) => {
     const job = await service.getJob(request.params.id);
     if (job === null) throw notFound(`no job ${request.params.id}: list the jobs with GET /v1/jobs (or \`migpool jobs\`)`);
-    return job;
+    return redacted(job);
   });
 
   app.post<{ Params: { id: string } }>('/v1/jobs/:id/cancel', { schema: { params: jobIdParamsSchema, response: { 200: jobRecordSchema, ...errorResponses } } }, async (request) => {
     const job = await service.cancel(request.params.id);
     if (job === null) throw notFound(`no job ${request.params.id} to cancel: list the jobs with GET /v1/jobs (or \`migpool jobs\`)`);
-    return job;
+    return redacted(job);
+  });
+
+  app.post<{ Params: { id: string } }>('/v1/jobs/:id/preempt', { schema: { params: jobIdParamsSchema, response: { 200: jobRecordSchema, ...errorResponses } } }, async (request) => {
+    if (!service.preempt) throw new ApiError(501, 'NOT_IMPLEMENTED', 'this service cannot preempt jobs');
+    const job = await service.preempt(request.params.id);
+    if (job === null) throw notFound(`no job ${request.params.id} to preempt: list the jobs with GET /v1/jobs (or \`migpool jobs\`)`);
+    return redacted(job);
   });
 
   app.get<{ Params: { id: string }; Querystring: { stream: 'stdout' | 'stderr'; offset: number; limit?: number } }>(

@@ -1,7 +1,27 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 
-/** Methods that change something and therefore need the bearer token. */
+/** Methods that change something (they need the token, as every read of data does). */
 export const MUTATING_METHODS: ReadonlySet<string> = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
+
+/**
+ * Paths anyone who reaches the port may GET: the dashboard's page and its static assets (no data:
+ * the page asks for the token and sends it with every call) and the API's description, the same
+ * for every installation. Everything else (jobs, their logs and env, GPUs, stats, events,
+ * metrics) needs the token.
+ */
+export function isPublicPath(path: string): boolean {
+  return path === '/' || path.startsWith('/assets/') || path === '/v1/openapi.json' || path === '/favicon.ico';
+}
+
+/** Shown in place of an environment value in API answers: secrets (API keys) never leave in full. */
+export function redactedValue(value: string): string {
+  return `[redacted: ${value.length} chars]`;
+}
+
+/** A job's `env` with every value redacted (names kept: they say what was set). */
+export function redactEnv(env: Readonly<Record<string, string>>): Record<string, string> {
+  return Object.fromEntries(Object.entries(env).map(([k, v]) => [k, redactedValue(v)]));
+}
 
 /**
  * A checker for `Authorization: Bearer <token>` headers. Both sides are hashed first so that the

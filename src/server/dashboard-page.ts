@@ -23,6 +23,7 @@ export const DASHBOARD_HTML = `<!doctype html>
   <span id="live" class="live" data-state="connecting" title="event stream">connecting</span>
 </header>
 <main>
+  <p id="need-token" class="need-token" hidden>This service answers only with its token: open the dashboard as <code>/?token=…</code> with the token from the <code>token</code> file of its data dir (<code>migpool serve</code> prints that address).</p>
   <section class="panel" aria-labelledby="gpus-title">
     <div class="panel-head">
       <h2 id="gpus-title">GPUs</h2>
@@ -52,7 +53,7 @@ export const DASHBOARD_HTML = `<!doctype html>
     <div class="panel-head"><h2 id="jobs-title">Jobs</h2><span class="hint">latest 200 · click a job for its details and log</span></div>
     <div class="table-wrap">
       <table id="jobs" class="jobs">
-        <thead><tr><th>ID</th><th>Name</th><th>State</th><th>Priority</th><th>Request</th><th>Placement</th><th>Attempt</th><th>Submitted</th><th>Run time</th><th>Exit</th></tr></thead>
+        <thead><tr><th>ID</th><th>Name</th><th>State</th><th>Priority</th><th>Request</th><th>Placement</th><th>Attempt</th><th>Submitted</th><th>Run time</th><th>Exit</th><th>Progress / waiting for</th></tr></thead>
         <tbody></tbody>
       </table>
     </div>

@@ -3,13 +3,14 @@
  * and no build step. It reads the REST API, follows /v1/events (server-sent events) and refreshes
  * every 10 s anyway (every 3 s while the event stream is down). Data is put in the page with
  * textContent only. A page opened with `?token=...` keeps the token in this tab's sessionStorage,
- * removes it from the address bar, and sends it as `Authorization: Bearer` to cancel jobs.
+ * removes it from the address bar, and sends it as `Authorization: Bearer` with every call (the
+ * API needs it for reads too; the event stream gets it as `?token=`, EventSource sends no headers).
  */
 export const DASHBOARD_SCRIPT = String.raw`
 (function () {
   'use strict';
   var EVENT_TYPES = ['job-submitted', 'job-starting', 'job-started', 'job-finished', 'job-requeued',
-    'job-cancel-requested', 'gpu-reconfiguring', 'gpu-reconfigured', 'service-started'];
+    'job-cancel-requested', 'job-preempting', 'gpu-reconfiguring', 'gpu-reconfigured', 'gpu-reconfigure-failed', 'service-started'];
   var FINAL = { succeeded: true, failed: true, cancelled: true };
   var LOG_LIMIT = 1 << 20;
 
@@ -46,7 +47,12 @@ export const DASHBOARD_SCRIPT = String.raw`
   function clear(node) { while (node.firstChild) node.removeChild(node.firstChild); return node; }
 
   function api(path, options) {
+    options = options || {};
+    var headers = options.headers || {};
+    if (token) headers.Authorization = 'Bearer ' + token;
+    options.headers = headers;
     return fetch(path, options).then(function (res) {
+      if (res.status === 401) showNeedToken();
       return res.text().then(function (text) {
         var body = null;
         try { body = text ? JSON.parse(text) : null; } catch (e) { body = null; }
@@ -54,6 +60,11 @@ export const DASHBOARD_SCRIPT = String.raw`
         return body;
       });
     });
+  }
+
+  function showNeedToken() {
+    var box = $('need-token');
+    if (box) box.hidden = false;
   }
 
   function age(ms) {
@@ -71,6 +82,15 @@ export const DASHBOARD_SCRIPT = String.raw`
     for (var i = 0; i < id.length; i++) h = (h * 31 + id.charCodeAt(i)) >>> 0;
     return (h * 47) % 360;
   }
+  /** '45% · 1200/s · eta 3m 10s' for a running job that reports progress; '' otherwise. */
+  function progressText(job) {
+    var p = job.progress;
+    if (!p || FINAL[job.state]) return '';
+    var parts = [p.fraction != null ? Math.floor(p.fraction * 100) + '%' : p.samples + ' samples'];
+    if (p.samplesPerSecond != null) parts.push(p.samplesPerSecond.toFixed(p.samplesPerSecond < 10 ? 1 : 0) + ' samples/s');
+    if (p.etaSeconds != null) parts.push('eta ' + age(p.etaSeconds * 1000));
+    return parts.join(' · ');
+  }
   function jobColor(id) { return 'hsl(' + hue(String(id)) + ' 62% 47%)'; }
   function jobLabel(id) {
     var job = state.jobs[id];
@@ -78,7 +98,7 @@ export const DASHBOARD_SCRIPT = String.raw`
   }
   function request(spec) {
     var r = spec.resources || {};
-    if (r.profile) return r.profile;
+    if (r.profile) return typeof r.profile === 'object' ? r.profile.atLeast + ' or more' : r.profile;
     if (r.memory != null) return r.memory + ' GiB';
     if (r.gpus != null) return r.gpus + (r.gpus === 1 ? ' GPU' : ' GPUs');
     return '';
@@ -171,7 +191,9 @@ export const DASHBOARD_SCRIPT = String.raw`
         el('span', { className: 'badge' + (g.migEnabled ? ' mig' : ''), text: g.migEnabled ? 'MIG' : 'MIG off' }),
         g.reconfiguring ? el('span', { className: 'badge reconf', text: 'reconfiguring' }) : null,
       ]);
-      root.appendChild(el('div', { className: 'gpu' + (g.reconfiguring ? ' reconfiguring' : ''), 'data-gpu': String(g.index), title: g.uuid }, [head, bar, ruler]));
+      var f = g.repartitionFailure;
+      var failure = f ? el('p', { className: 'gpu-failure', text: 're-partition failed ' + f.failures + '× in a row: ' + f.error + ' (next try in ' + age(f.retryAt - Date.now()) + ')' }) : null;
+      root.appendChild(el('div', { className: 'gpu' + (g.reconfiguring ? ' reconfiguring' : ''), 'data-gpu': String(g.index), title: g.uuid }, [head, bar, ruler, failure]));
     });
   }
 
@@ -188,6 +210,7 @@ export const DASHBOARD_SCRIPT = String.raw`
         el('span', { className: 'qname', text: job.spec.name }),
         el('span', { className: 'req ' + (job.spec.priority === 'background' ? 'bg' : 'fg'), text: request(job.spec) + (job.spec.priority === 'background' ? ' · bg' : '') }),
         el('span', { className: 'wait', title: 'waiting', text: age(now - job.submittedAt) }),
+        job.pending ? el('span', { className: 'why', text: job.pending }) : null,
       ]));
     });
   }
@@ -195,7 +218,7 @@ export const DASHBOARD_SCRIPT = String.raw`
   function renderJobs() {
     var body = clear($('jobs').tBodies[0]);
     if (!state.recent.length) {
-      body.appendChild(el('tr', {}, [el('td', { colspan: '10', className: 'empty', text: 'no jobs yet: submit one with migpool submit FILE' })]));
+      body.appendChild(el('tr', {}, [el('td', { colspan: '11', className: 'empty', text: 'no jobs yet: submit one with migpool submit FILE' })]));
       return;
     }
     var now = Date.now();
@@ -211,6 +234,7 @@ export const DASHBOARD_SCRIPT = String.raw`
         el('td', { text: age(now - job.submittedAt) + ' ago' }),
         el('td', { text: runtime(job) }),
         el('td', { text: job.exitCode == null ? '' : String(job.exitCode) }),
+        el('td', { className: 'note', text: job.state === 'queued' ? (job.pending || '') : progressText(job) }),
       ]));
     });
   }
@@ -275,7 +299,9 @@ export const DASHBOARD_SCRIPT = String.raw`
       fact('priority', job.spec.priority),
       fact('placement', placement(job.placement)),
       fact('devices', job.placement ? job.placement.devices.join(', ') : ''),
-      fact('attempt', job.attempt + (job.spec.retries ? ' of ' + (job.spec.retries + 1) : '')),
+      fact('attempt', job.attempt + (job.spec.retries ? ' of ' + (job.spec.retries + 1) : '') + (job.preemptions ? ' (' + job.preemptions + ' preempted)' : '')),
+      fact('waiting', job.state === 'queued' ? (job.pending || '') : ''),
+      fact('progress', progressText(job)),
       fact('submitted', fmt(job.submittedAt)),
       fact('started', fmt(job.startedAt)),
       fact('ended', fmt(job.endedAt)),
@@ -394,7 +420,8 @@ export const DASHBOARD_SCRIPT = String.raw`
 
   function connect() {
     if (!window.EventSource) return;
-    var es = new EventSource('/v1/events');
+    if (!token) return;
+    var es = new EventSource('/v1/events?token=' + encodeURIComponent(token));
     es.onopen = function () { state.live = true; setLive('live'); scheduleRefresh(); };
     es.onerror = function () { state.live = false; setLive('down'); };
     var onEvent = function (msg) {

@@ -101,4 +101,9 @@ button:disabled { opacity: .45; cursor: not-allowed; }
 .tabs button.active { color: var(--ink); border-bottom-color: var(--accent); font-weight: 600; }
 .tabs .note { margin-left: auto; }
 .log { flex: 1; margin: 0; overflow: auto; background: #161b26; color: #d7dce6; border-radius: 6px; padding: 10px 12px; font: 12px/1.45 ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; white-space: pre-wrap; word-break: break-all; }
+.need-token { margin: 0 0 12px; padding: 10px 14px; border-radius: 8px; background: #fff4e5; color: #7a4b00; border: 1px solid #f0c98a; }
+.gpu-failure { margin: 6px 0 0; font-size: 12px; color: #a33; }
+.queue li { flex-wrap: wrap; }
+.queue li .why { flex-basis: 100%; font-size: 12px; color: #666; }
+td.note { font-size: 12px; color: #555; }
 `;

@@ -9,6 +9,7 @@ import type { PoolService, ServiceStats } from '../control/service-port.js';
  * - `migpool_jobs{state,priority}` (gauge): jobs per state and priority.
  * - `migpool_slices{profile,state}` (gauge): MIG instances per profile, `busy` or `idle`.
  * - `migpool_reconfigurations_total` (counter): GPU re-partitions applied since the service started.
+ * - `migpool_reconfigurations_failed_total` (counter): GPU re-partitions that failed.
  * - `migpool_queue_wait_seconds{quantile}` and `migpool_scheduling_pass_seconds{quantile}` (gauges):
  *   the 0.5, 0.9, 0.99 quantiles and the maximum (`quantile="1"`) of the service's recent window
  *   (its last 1000 started jobs, its last 1000 scheduling passes). They are gauges, not a
@@ -85,6 +86,17 @@ export function createMetrics(service: PoolService, options: MetricsOptions = {}
       const s = await stats();
       this.reset();
       this.inc(s.reconfigurations);
+    },
+  });
+
+  new Counter({
+    name: 'migpool_reconfigurations_failed_total',
+    help: 'GPU re-partitions that failed since the service started (each GPU then backs off).',
+    registers: [registry],
+    async collect() {
+      const s = await stats();
+      this.reset();
+      this.inc(s.reconfigurationsFailed ?? 0);
     },
   });
 

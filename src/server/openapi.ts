@@ -82,8 +82,9 @@ export function openApiDocument(version: string): Record<string, unknown> {
       title: 'migpool',
       version,
       description:
-        'Training jobs on a pool of NVIDIA MIG slices. GET calls are open (the service listens on loopback by default); POST calls need `Authorization: Bearer <token>` with the token from `<data dir>/token`.',
+        'Training jobs on a pool of NVIDIA MIG slices. Every call needs `Authorization: Bearer <token>` with the token from `<data dir>/token`, reads included (jobs carry their env, logs their output); only this document and the dashboard\'s page and assets are open. Env values are redacted in answers (`[redacted: N chars]`).',
     },
+    security: secured,
     paths: {
       '/v1/jobs': {
         post: {
@@ -104,7 +105,7 @@ export function openApiDocument(version: string): Record<string, unknown> {
           operationId: 'listJobs',
           summary: 'List jobs, by id',
           parameters: queryParameters(jobListQuerySchema),
-          responses: { '200': json('JobList', 'The jobs that match.'), ...errors },
+          responses: { '200': json('JobList', 'The jobs that match.'), ...errors, ...unauthorized },
         },
       },
       '/v1/jobs/{id}': {
@@ -112,7 +113,7 @@ export function openApiDocument(version: string): Record<string, unknown> {
           operationId: 'getJob',
           summary: 'One job',
           parameters: [idParameter],
-          responses: { '200': json('JobRecord', 'The job.'), ...errors },
+          responses: { '200': json('JobRecord', 'The job.'), ...errors, ...unauthorized },
         },
       },
       '/v1/jobs/{id}/cancel': {
@@ -124,26 +125,34 @@ export function openApiDocument(version: string): Record<string, unknown> {
           responses: { '200': json('JobRecord', 'The job after the request.'), ...errors, ...unauthorized },
         },
       },
+      '/v1/jobs/{id}/preempt': {
+        post: {
+          operationId: 'preemptJob',
+          summary: 'Stop a running job whose spec says preemptible: true and requeue it (it resumes from its checkpoint)',
+          parameters: [idParameter],
+          responses: { '200': json('JobRecord', 'The job, being stopped.'), '409': json('Error', 'The job is not running, or may not be moved.'), ...errors, ...unauthorized },
+        },
+      },
       '/v1/jobs/{id}/logs': {
         get: {
           operationId: 'readJobLog',
           summary: "A piece of a job's stdout or stderr, from a byte offset",
           parameters: [idParameter, ...queryParameters(logQuerySchema)],
-          responses: { '200': json('LogChunk', 'Text from `offset`, the next offset, and whether the log is complete.'), ...errors },
+          responses: { '200': json('LogChunk', 'Text from `offset`, the next offset, and whether the log is complete.'), ...errors, ...unauthorized },
         },
       },
       '/v1/gpus': {
         get: {
           operationId: 'listGpus',
           summary: 'Every GPU with its slices and the job on each',
-          responses: { '200': json('GpuList', 'The GPUs.'), ...errors },
+          responses: { '200': json('GpuList', 'The GPUs.'), ...errors, ...unauthorized },
         },
       },
       '/v1/stats': {
         get: {
           operationId: 'getStats',
           summary: 'Counts, recent timings and the utilisation timeline',
-          responses: { '200': json('ServiceStats', 'The figures.'), ...errors },
+          responses: { '200': json('ServiceStats', 'The figures.'), ...errors, ...unauthorized },
         },
       },
       '/v1/events': {
@@ -159,14 +168,15 @@ export function openApiDocument(version: string): Record<string, unknown> {
           responses: {
             '200': { description: 'The event stream; each `data:` line is an EventRecord.', content: { 'text/event-stream': { schema: ref('EventRecord') } } },
             ...errors,
+            ...unauthorized,
           },
         },
       },
       '/v1/openapi.json': {
-        get: { operationId: 'getOpenApi', summary: 'This document', responses: { '200': { description: 'OpenAPI 3.1', content: { 'application/json': { schema: { type: 'object' } } } } } },
+        get: { operationId: 'getOpenApi', summary: 'This document', security: [], responses: { '200': { description: 'OpenAPI 3.1', content: { 'application/json': { schema: { type: 'object' } } } } } },
       },
       '/metrics': {
-        get: { operationId: 'getMetrics', summary: 'Prometheus metrics', responses: { '200': { description: 'Prometheus text format', content: { 'text/plain': { schema: { type: 'string' } } } } } },
+        get: { operationId: 'getMetrics', summary: 'Prometheus metrics (Prometheus sends the token with `authorization: {credentials_file: <data dir>/token}`)', responses: { '200': { description: 'Prometheus text format', content: { 'text/plain': { schema: { type: 'string' } } } }, ...unauthorized } },
       },
     },
     components: {

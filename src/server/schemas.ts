@@ -16,7 +16,9 @@ const EVENT_TYPES = [
   'job-finished',
   'job-requeued',
   'job-cancel-requested',
+  'job-preempting',
   'gpu-reconfiguring',
+  'gpu-reconfigure-failed',
   'gpu-reconfigured',
   'service-started',
 ] as const;
@@ -121,6 +123,26 @@ export const jobRecordSchema: JsonSchema = {
     exitCode: { type: ['integer', 'null'] },
     reason: { type: ['string', 'null'] },
     cancelRequested: { type: 'boolean' },
+    preemptions: { type: 'integer', description: 'attempts the service stopped to move the job (they do not count against retries)' },
+    pending: { type: ['string', 'null'], description: 'why a queued job waits, in words (the policy says, or the generic explanation)' },
+    progress: {
+      anyOf: [
+        { type: 'null' },
+        {
+          type: 'object',
+          required: ['samples', 'total', 'fraction', 'samplesPerSecond', 'etaSeconds', 'updatedAt'],
+          description: 'what a running job last reported on stdout ({"migpool_samples": N, "migpool_total": T})',
+          properties: {
+            samples: { type: 'number' },
+            total: { type: ['number', 'null'] },
+            fraction: { type: ['number', 'null'], description: 'samples / total' },
+            samplesPerSecond: { type: ['number', 'null'], description: 'over the last minute of reports' },
+            etaSeconds: { type: ['number', 'null'], description: 'seconds until total at that speed' },
+            updatedAt: { type: 'number', description: 'ms since the Unix epoch' },
+          },
+        },
+      ],
+    },
   },
 };
 
@@ -168,6 +190,17 @@ export const gpuSnapshotSchema: JsonSchema = {
     },
     wholeGpuJobs: { type: 'array', items: { type: 'string' } },
     reconfiguring: { type: 'boolean' },
+    repartitionFailure: {
+      anyOf: [
+        { type: 'null' },
+        {
+          type: 'object',
+          required: ['failures', 'error', 'retryAt'],
+          properties: { failures: { type: 'integer' }, error: { type: 'string' }, retryAt: { type: 'number', description: 'ms since the Unix epoch' } },
+        },
+      ],
+      description: 'set while re-partitions of this GPU fail (it backs off)',
+    },
   },
 };
 
@@ -204,6 +237,7 @@ export const statsSchema: JsonSchema = {
       },
     },
     reconfigurations: { type: 'integer' },
+    reconfigurationsFailed: { type: 'integer', description: 're-partitions that failed since the service started' },
     passMs: { type: 'array', items: { type: 'number' }, description: 'recent scheduling passes, ms each, newest last' },
     queueWaitSeconds: { type: 'array', items: { type: 'number' }, description: 'recent queue waits of started jobs, newest last' },
     timeline: {
@@ -270,5 +304,6 @@ export const eventQuerySchema: JsonSchema = {
   type: 'object',
   properties: {
     after: { type: 'integer', minimum: 0, description: 'replay events after this seq first (like the Last-Event-ID header)' },
+    token: { type: 'string', description: 'the bearer token, for browsers (EventSource cannot send headers)' },
   },
 };

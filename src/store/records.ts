@@ -111,6 +111,7 @@ const PATCH_COLUMNS: readonly { field: PatchField; column: string; check(v: unkn
   { field: 'exitCode', column: 'exit_code', check: (v) => v === null || (Number.isInteger(v) && Math.abs(v as number) < 2 ** 31), expected: 'a 32-bit integer or null' },
   { field: 'reason', column: 'reason', check: (v) => v === null || typeof v === 'string', expected: 'text or null' },
   { field: 'cancelRequested', column: 'cancel_requested', check: (v) => typeof v === 'boolean', expected: 'true or false' },
+  { field: 'preemptions', column: 'preemptions', check: isTime, expected: 'a whole number 0 or more' },
 ];
 
 function isTime(v: unknown): boolean {
@@ -161,6 +162,7 @@ export interface JobRow {
   readonly exit_code: number | string | null;
   readonly reason: string | null;
   readonly cancel_requested: number | boolean;
+  readonly preemptions?: number | string | null;
 }
 
 /** JSON columns only ever hold objects, so a string is JSON text still to parse. */
@@ -188,6 +190,7 @@ export function jobFromRow(row: JobRow): JobRecord {
     exitCode: numberOrNull(row.exit_code),
     reason: row.reason,
     cancelRequested: Boolean(row.cancel_requested),
+    preemptions: Number(row.preemptions ?? 0),
   };
 }
 

@@ -40,4 +40,9 @@ export const SQLITE_MIGRATIONS: readonly Migration[] = [
       ) STRICT, WITHOUT ROWID;
     `,
   },
+  {
+    version: 2,
+    name: 'jobs.preemptions',
+    sql: `ALTER TABLE jobs ADD COLUMN preemptions INTEGER NOT NULL DEFAULT 0;`,
+  },
 ];

@@ -151,6 +151,7 @@ class SqliteStore implements Store {
       exitCode: null,
       reason: null,
       cancelRequested: false,
+      preemptions: 0,
     }));
   }
 

@@ -86,10 +86,29 @@ export interface JobRecord {
   /** Why it ended, failed or went back to the queue, in words. */
   readonly reason: string | null;
   readonly cancelRequested: boolean;
+  /**
+   * Attempts that ended because the service preempted them (not failures: they do not use up
+   * `retries`). Absent in records written before schema version 2: read as 0.
+   */
+  readonly preemptions?: number;
+  /** Set by the service, never stored: why a queued job waits, in words. */
+  readonly pending?: string | null;
+  /** Set by the service, never stored: what a running job last reported of its progress. */
+  readonly progress?: JobProgressView | null;
+}
+
+/** A running job's progress as the service read it from the job's progress lines. */
+export interface JobProgressView {
+  readonly samples: number;
+  readonly total: number | null;
+  readonly fraction: number | null;
+  readonly samplesPerSecond: number | null;
+  readonly etaSeconds: number | null;
+  readonly updatedAt: number;
 }
 
 /** Fields `updateJob` may change (undefined: unchanged; null: cleared). */
-export type JobPatch = Partial<Pick<JobRecord, 'state' | 'startedAt' | 'endedAt' | 'attempt' | 'placement' | 'process' | 'exitCode' | 'reason' | 'cancelRequested'>>;
+export type JobPatch = Partial<Pick<JobRecord, 'state' | 'startedAt' | 'endedAt' | 'attempt' | 'placement' | 'process' | 'exitCode' | 'reason' | 'cancelRequested' | 'preemptions'>>;
 
 export interface JobFilter {
   readonly states?: readonly JobState[];
@@ -107,7 +126,9 @@ export type EventType =
   | 'job-finished'
   | 'job-requeued'
   | 'job-cancel-requested'
+  | 'job-preempting'
   | 'gpu-reconfiguring'
+  | 'gpu-reconfigure-failed'
   | 'gpu-reconfigured'
   | 'service-started';
 

@@ -1,4 +1,4 @@
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -91,6 +91,7 @@ interface DemoFlags {
   policy: string;
   exitWhenDone?: boolean;
   json?: boolean;
+  keepData?: boolean;
 }
 
 /** The study's mix: small, medium and large training jobs in a 6:3:1 ratio, interleaved. */
@@ -111,6 +112,7 @@ export function registerDemo(program: Command, io: Io): void {
     .option('--exit-when-done', 'stop once every job has ended, and print a summary')
     .option('--json', 'with --exit-when-done: the summary as JSON')
     .addHelpText('after', `\n${policyHelp()}`)
+    .option('--keep-data', 'keep the temporary data dir (jobs, logs, database) after the demo; it is removed by default')
     .action(async (f: DemoFlags) => {
       const count = Number(f.jobs);
       const seconds = Number(f.seconds);
@@ -165,8 +167,9 @@ export function registerDemo(program: Command, io: Io): void {
       await pool.service.idle();
       const stats = await pool.service.stats();
       await pool.close();
+      if (f.keepData !== true) rmSync(dataDir, { recursive: true, force: true });
       const summary = {
-        dataDir,
+        dataDir: f.keepData === true ? dataDir : null,
         seconds: Math.round((Date.now() - t0) / 1000),
         jobs: count,
         succeeded: final.filter((j) => j.state === 'succeeded').length,

@@ -7,7 +7,7 @@ import { parsePolicy } from '../registry.js';
 import type { ClusterView, JobSpec, Policy } from '../types.js';
 import type { TraceJob } from '../../sim/types.js';
 import { GPU_MODELS, resolveGpuModel } from '../../mig/catalog/index.js';
-import { Picker, requestedSlices } from './common.js';
+import { canEverRunWhole, Picker, profileAllows, requestedSlices } from './common.js';
 
 /** The same policy seeing a plain view, without the simulator's index. */
 function withoutIndex(policy: Policy): Policy {
@@ -30,6 +30,20 @@ describe('policy helpers', () => {
     expect(requestedSlices(job('3g.20gb'), a100)).toBe(3);
     expect(requestedSlices(job('3g.20gb'), h100)).toBe(3);
     expect(requestedSlices(job('1g.5gb+me'), h100)).toBe(1);
+  });
+
+  it('profileAllows: any profile for a job that named none, exactly its own when exact, else a floor', () => {
+    const a100 = resolveGpuModel('A100-SXM4-40GB');
+    const base: JobSpec = { id: 'x', workload: resolveWorkload('small'), gpus: 1, priority: 'foreground', arrival: 0, estimate: 10, memoryGiB: null, profile: null };
+    expect(profileAllows(base, '1g.5gb', a100)).toBe(true);
+    const floor = { ...base, profile: '2g.10gb' };
+    expect([profileAllows(floor, '1g.5gb', a100), profileAllows(floor, '2g.10gb', a100), profileAllows(floor, '3g.20gb', a100)]).toEqual([false, true, true]);
+    const exact = { ...floor, exactProfile: true };
+    expect([profileAllows(exact, '1g.5gb', a100), profileAllows(exact, '2g.10gb', a100), profileAllows(exact, '3g.20gb', a100)]).toEqual([false, true, false]);
+    const view: ClusterView = { now: 0, gpus: [{ id: 0, model: a100, migEnabled: false, instances: [], wholeGpuJobs: [], sharing: 'exclusive', busyUntil: null }], queue: [], running: new Map() };
+    const ctx = { fits: () => true } as unknown as Parameters<typeof canEverRunWhole>[1];
+    expect(canEverRunWhole(view, ctx, floor)).toBe(true);
+    expect(canEverRunWhole(view, ctx, exact)).toBe(false);
   });
 
   it('Picker hands each item out once and keeps rejected ones for later', () => {

@@ -113,6 +113,8 @@ export function fleetModels(view: ClusterView): readonly GpuModel[] {
  * not block the queue forever (the simulator reports them as not completed).
  */
 export function canEverRunWhole(view: ClusterView, ctx: PolicyContext, job: JobSpec): boolean {
+  // A job that asked for exactly one slice never runs on a whole GPU.
+  if (job.exactProfile === true) return false;
   if (job.gpus > view.gpus.length) return false;
   const counts = modelCounts(view);
   let n = 0;
@@ -227,6 +229,27 @@ export function requestedSlices(job: JobSpec, model: GpuModel): number {
   if (p) return p.computeSlices;
   const named = /^(\d+)g\./.exec(job.profile);
   return named ? Number(named[1]) : 0;
+}
+
+/**
+ * Whether an instance of `profileName` on `model` may take the job as it asked: any profile when it
+ * named none; exactly its profile when `exactProfile`; otherwise one with at least as many compute
+ * slices as the profile it named (a floor). Every policy that picks an instance profile asks this.
+ */
+export function profileAllows(job: JobSpec, profileName: string, model: GpuModel): boolean {
+  if (job.profile === null) return true;
+  if (job.exactProfile === true) return profileName === job.profile;
+  const p = model.giProfiles.find((q) => q.name === profileName);
+  return p !== undefined && p.computeSlices >= requestedSlices(job, model);
+}
+
+/**
+ * Whether a job could ever run here at all: on whole GPUs (see canEverRunWhole), or, for a job
+ * that asked for exactly one profile, on an instance of that profile of some GPU that holds it.
+ */
+export function canEverRun(view: ClusterView, ctx: PolicyContext, job: JobSpec): boolean {
+  if (job.exactProfile !== true) return canEverRunWhole(view, ctx, job);
+  return fleetModels(view).some((m) => m.giProfiles.some((p) => p.name === job.profile) && ctx.fits(job, { kind: 'instance', model: m, profile: job.profile! }));
 }
 
 /** GiB a job needs: its own figure, else its workload's; null when unknown (assumed to fit). */

@@ -1,5 +1,5 @@
 import type { Decision, GpuView, JobSpec, PolicyContext, RunningJobView } from '../types.js';
-import { requestedSlices } from './common.js';
+import { profileAllows } from './common.js';
 import { expectedLeft, type MigpoolPromise } from './migpool-estimates.js';
 import { bestLayoutFor } from './packing.js';
 
@@ -56,10 +56,7 @@ export function growth(g: GpuView, running: ReadonlyMap<string, RunningJobView>,
     };
   }
 
-  const floorOk = (job: JobSpec, profile: string) => {
-    const p = g.model.giProfiles.find((x) => x.name === profile);
-    return p !== undefined && p.computeSlices >= requestedSlices(job, g.model);
-  };
+  const floorOk = (job: JobSpec, profile: string) => profileAllows(job, profile, g.model);
   const packed = bestLayoutFor(
     g.model,
     jobs.map((j) => j.spec),

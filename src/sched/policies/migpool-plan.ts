@@ -1,7 +1,7 @@
 import type { GpuModel } from '../../mig/types.js';
 import type { Workload } from '../../perf/types.js';
 import type { ClusterView, Decision, GpuView, JobSpec, PolicyContext } from '../types.js';
-import { isInstanceUsable, isSettled, requestedSlices, expectedWork } from './common.js';
+import { isInstanceUsable, isSettled, requestedSlices, expectedWork, profileAllows } from './common.js';
 import type { MigpoolPromise } from './migpool-estimates.js';
 import { hasLayout } from './packing.js';
 
@@ -130,6 +130,8 @@ export class Plan {
   }
 
   fitsWhole(job: JobSpec, g: GpuView): boolean {
+    // A job that asked for exactly one slice never gets a whole GPU.
+    if (job.exactProfile === true) return false;
     return this.ctx.fits(job, { kind: 'whole', model: g.model });
   }
 
@@ -140,8 +142,7 @@ export class Plan {
 
   /** Speed of a job on a profile, or -1 when it does not fit or the profile is below the one it asked for. */
   speedOn(job: JobSpec, model: GpuModel, profile: string): number {
-    const p = model.giProfiles.find((x) => x.name === profile);
-    if (!p || p.computeSlices < requestedSlices(job, model)) return -1;
+    if (!model.giProfiles.some((x) => x.name === profile) || !profileAllows(job, profile, model)) return -1;
     return this.speeds.on(this.ctx, job, model, profile);
   }
 

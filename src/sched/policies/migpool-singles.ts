@@ -58,6 +58,8 @@ export function placeSingles(plan: Plan, all: readonly JobSpec[], sc: SinglesCon
   const sliceFits = (job: JobSpec, model: GpuModel, profile: string, delay: number): boolean => {
     const s = plan.speedOn(job, model, profile);
     if (!(s > 0)) return false;
+    // A job that asked for exactly this slice has no other choice: no efficiency or horizon test.
+    if (job.exactProfile === true) return true;
     const p = model.giProfiles.find((x) => x.name === profile);
     if (!p || s * model.computeSlices < p.computeSlices * (1 - 1e-9)) return false;
     return now + delay + expectedWork(job) / s <= sc.horizon;
@@ -110,7 +112,7 @@ export function placeSingles(plan: Plan, all: readonly JobSpec[], sc: SinglesCon
   // Only the jobs that could start now are looked at (the rest wait their turn): on idle GPUs,
   // idle instances, the idle part of partly used GPUs, or shared busy GPUs (a GPU's worth).
   const jobs = lookedAt(all, (plan.idleGpus().length + plan.partial.length + 1) * MAX_PER_GPU + plan.idleInstances);
-  if (jobs.length + sc.otherDemand <= plan.idleGpus().length) {
+  if (jobs.length + sc.otherDemand <= plan.idleGpus().length && !jobs.some((j) => j.exactProfile === true)) {
     for (const job of jobs) giveWholeIfAny(job);
     return;
   }
@@ -119,7 +121,7 @@ export function placeSingles(plan: Plan, all: readonly JobSpec[], sc: SinglesCon
   const slicable = (job: JobSpec) => models.some((m) => m.giProfiles.some((p) => p.computeSlices < m.computeSlices && sliceFits(job, m, p.name, rc)));
   const mayShare: JobSpec[] = [];
   for (const job of jobs) {
-    if (slicable(job)) mayShare.push(job);
+    if (slicable(job) || job.exactProfile === true) mayShare.push(job);
     else giveWholeIfAny(job);
   }
 

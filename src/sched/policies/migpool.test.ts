@@ -47,6 +47,18 @@ describe('migpool: whole GPUs while there are enough', () => {
   });
 });
 
+describe('migpool: an exact profile', () => {
+  it('puts a job that asked for exactly 1g.5gb on a 1g.5gb slice, never on a whole GPU, even with idle GPUs to spare', () => {
+    const { policy, log } = recorded();
+    const jobs = [job('a', 0, 100, { profile: '1g.5gb', exactProfile: true }), job('b', 0, 50)];
+    const r = simulate({ fleet: parseFleet('2xA100-40GB'), jobs, policy, seed: 1 });
+    expect(r.jcts.every((t) => t !== null)).toBe(true);
+    const starts = log.filter((x) => (x.d.kind === 'start-on-instance' || x.d.kind === 'start-on-gpus') && x.d.job === 'a').map((x) => x.d);
+    expect(starts.length).toBeGreaterThan(0);
+    expect(starts.every((d) => d.kind === 'start-on-instance')).toBe(true);
+  });
+});
+
 describe('migpool: reservations (EASY)', () => {
   it('backfills only work that ends before a waiting multi-GPU job can start, so it is not delayed', () => {
     // a holds GPU 0 until t=100; m needs both GPUs: it is reserved GPU 1 (idle) and GPU 0 (at 100).

@@ -1,5 +1,5 @@
 import type { ClusterView, Decision, GpuView, JobSpec, Policy, PolicyContext, Priority } from '../types.js';
-import { canEverRunWhole, isInstanceUsable, isSettled, expectedWork } from './common.js';
+import { canEverRun, canEverRunWhole, isInstanceUsable, isSettled, expectedWork } from './common.js';
 import { estimate, isCritical, type MigpoolPromise } from './migpool-estimates.js';
 import { growth } from './migpool-grow.js';
 import { Plan, RESTART_SECONDS, SpeedMemo } from './migpool-plan.js';
@@ -117,12 +117,13 @@ export function migpoolPolicy(): Policy {
       const waiting = view.queue.filter((q) => {
         if (plan.placed.has(q.id) || promised.has(q.id)) return false;
         let ok = runnable.get(q);
-        if (ok === undefined) runnable.set(q, (ok = canEverRunWhole(view, ctx, q)));
+        if (ok === undefined) runnable.set(q, (ok = canEverRun(view, ctx, q)));
         return ok;
       });
       const singles = waiting.filter((q) => q.gpus === 1);
       const idleCount = plan.idleWhole.length + plan.idleMig.length;
-      if (singles.length === waiting.length && singles.length <= idleCount) {
+      // (A job that asked for exactly one slice takes no whole GPU: it is placed under load.)
+      if (singles.length === waiting.length && singles.length <= idleCount && !singles.some((q) => q.exactProfile === true)) {
         // Light load: a whole GPU for every waiting job.
         for (const job of singles) {
           const g = plan.takeIdle((h) => plan.fitsWhole(job, h));
@@ -176,7 +177,8 @@ export function migpoolPolicy(): Policy {
     for (const q of waiting) {
       const base = q.priority === 'foreground' ? 0 : CLASSES;
       let r: number;
-      if (isCritical(q, earliestStart(q), horizon)) r = q.gpus > 1 ? CRITICAL_MULTI : CRITICAL;
+      // (Critical single-GPU jobs get whole GPUs: not a job that asked for exactly one slice.)
+      if (isCritical(q, earliestStart(q), horizon) && q.exactProfile !== true) r = q.gpus > 1 ? CRITICAL_MULTI : CRITICAL;
       else if (q.gpus > 1 && !holder.has(q.priority)) {
         holder.add(q.priority);
         r = HOLDER;

@@ -1,5 +1,5 @@
 import type { ClusterView, Decision, GpuView, JobSpec, Policy, PolicyContext } from '../types.js';
-import { requestedSlices } from './common.js';
+import { profileAllows } from './common.js';
 import { bestLayoutFor, hasLayout } from './packing.js';
 
 /**
@@ -37,7 +37,7 @@ export function misoPolicy(): Policy {
   /** Re-partition GPU g for `jobs` (its current jobs plus any new one): checkpoint, repartition, promise. */
   const reoptimise = (view: ClusterView, ctx: PolicyContext, g: GpuView, jobs: readonly JobSpec[], decisions: Decision[]): boolean => {
     // A requested profile is a floor, as for every policy here: a job never gets a smaller slice.
-    const floor = (job: JobSpec, profile: string) => (g.model.giProfiles.find((q) => q.name === profile)?.computeSlices ?? 0) >= requestedSlices(job, g.model);
+    const floor = (job: JobSpec, profile: string) => profileAllows(job, profile, g.model);
     const packed = bestLayoutFor(g.model, jobs, ctx, true, floor);
     if (!packed) return false;
     const same = hasLayout(g, packed.layout) && g.instances.every((i) => !i.job || packed.assignment.get(i.job) === i.start);

@@ -3,7 +3,7 @@ import { GPU_MODELS } from '../../mig/catalog/index.js';
 import { placeProfiles } from '../../mig/geometry.js';
 import type { GiProfile, GpuModel } from '../../mig/types.js';
 import type { ClusterView, Decision, GpuView, InstanceView, JobSpec, Policy, PolicyContext } from '../types.js';
-import { canEverRunWhole, chain, fleetModels, idleInstancesOf, idleMigGpus, isSettled, Picker, reconfiguringGpus, requestedSlices, SPEED_TIE, wholeGpusWith } from './common.js';
+import { canEverRunWhole, chain, fleetModels, idleInstancesOf, idleMigGpus, isSettled, Picker, reconfiguringGpus, profileAllows, SPEED_TIE, wholeGpusWith } from './common.js';
 
 /** One term of a static layout: `count` instances of `profile` (a name as the user wrote it). */
 export interface LayoutTerm {
@@ -140,7 +140,7 @@ export function staticPolicy(layoutSpec: string, name = `static:${layoutSpec}`):
   });
 
   const fitsInstance = (ctx: PolicyContext, job: JobSpec, k: ProfileKey): boolean =>
-    ctx.fits(job, { kind: 'instance', model: k.model, profile: k.profile.name }) && k.profile.computeSlices >= requestedSlices(job, k.model);
+    ctx.fits(job, { kind: 'instance', model: k.model, profile: k.profile.name }) && profileAllows(job, k.profile.name, k.model);
 
   return {
     name,

@@ -1,0 +1,18 @@
+import { describe, expect, it } from 'vitest';
+import { launchRefusal } from './launch-check.js';
+
+describe('launchRefusal', () => {
+  it('accepts an ordinary command', () => {
+    expect(launchRefusal(['python', 'train.py'], { WANDB_MODE: 'offline' }, '/work')).toBeNull();
+  });
+  it('names a NUL byte in the command, the environment or the workdir', () => {
+    expect(launchRefusal(['python', 'a\0b'], {}, undefined)).toMatchObject({ path: 'command.1' });
+    expect(launchRefusal(['python'], { K: 'x\0' }, undefined)).toMatchObject({ path: 'env.K' });
+    expect(launchRefusal(['python'], {}, '/w\0')).toMatchObject({ path: 'workdir' });
+  });
+  it('refuses a 900 KB value (E2BIG at exec) and too much in all', () => {
+    expect(launchRefusal(['python'], { BIG: 'x'.repeat(900_000) }, undefined)).toMatchObject({ path: 'env.BIG', message: expect.stringMatching(/131072/) });
+    const many = Object.fromEntries(Array.from({ length: 10 }, (_, i) => [`V${i}`, 'x'.repeat(120_000)]));
+    expect(launchRefusal(['python'], many, undefined)).toMatchObject({ path: 'env' });
+  });
+});
