@@ -8,7 +8,7 @@ import type { GpuPort } from '../gpu/port.js';
 import { ciProfilesOf } from '../mig/compute-instances.js';
 import type { DesiredGpu } from '../partition/state.js';
 import type { BenchConfig } from './configs.js';
-import { parseProgressLine, steadyThroughput, type TimedReport } from './protocol.js';
+import { parseProgressLine, steadyThroughput, type TimedReport } from '../jobs/progress-protocol.js';
 
 /** How the real bench runs; defaults in brackets. */
 export interface RunnerOptions {

@@ -1,5 +1,5 @@
 import { open } from 'node:fs/promises';
-import { parseProgressLine } from '../bench/protocol.js';
+import { parseProgressLine } from '../jobs/progress-protocol.js';
 
 /**
  * Reads the progress lines (`{"migpool_samples": N, "migpool_total": T}`, see

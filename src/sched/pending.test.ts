@@ -7,7 +7,7 @@ import type { ClusterView, GpuView, JobSpec, PolicyContext } from './types.js';
 const a100 = resolveGpuModel('A100-SXM4-40GB');
 const small = resolveWorkload('small');
 const ctx = { fits: () => true, speedOn: () => 1, random: () => 0, reconfigureSeconds: 5 } as PolicyContext;
-const job = (id: string, more: Partial<JobSpec> = {}): JobSpec => ({ id, workload: small, gpus: 1, priority: 'foreground', arrival: 0, work: 10, memoryGiB: null, profile: null, ...more });
+const job = (id: string, more: Partial<JobSpec> = {}): JobSpec => ({ id, workload: small, gpus: 1, priority: 'foreground', arrival: 0, estimate: 10, memoryGiB: null, profile: null, ...more });
 const oneG = a100.giProfiles.find((p) => p.name === '1g.5gb')!;
 const cut = (id: number, jobs: (string | null)[]): GpuView => ({
   id,

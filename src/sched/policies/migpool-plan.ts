@@ -1,7 +1,7 @@
 import type { GpuModel } from '../../mig/types.js';
 import type { Workload } from '../../perf/types.js';
 import type { ClusterView, Decision, GpuView, JobSpec, PolicyContext } from '../types.js';
-import { isInstanceUsable, isSettled, requestedSlices, expectedWork, profileAllows } from './common.js';
+import { isInstanceUsable, isSettled, expectedWork, profileAllows } from './common.js';
 import type { MigpoolPromise } from './migpool-estimates.js';
 import { hasLayout } from './packing.js';
 

@@ -1,5 +1,5 @@
 import type { ClusterView, Decision, GpuView, JobSpec, Policy, PolicyContext, Priority } from '../types.js';
-import { canEverRun, canEverRunWhole, isInstanceUsable, isSettled, expectedWork } from './common.js';
+import { canEverRun, isInstanceUsable, isSettled, expectedWork } from './common.js';
 import { estimate, isCritical, type MigpoolPromise } from './migpool-estimates.js';
 import { growth } from './migpool-grow.js';
 import { Plan, RESTART_SECONDS, SpeedMemo } from './migpool-plan.js';
