@@ -3,12 +3,13 @@ import { fitReport } from '../../perf/report.js';
 import { builtInWorkloads } from '../../perf/workloads.js';
 import { writeJson, type Io } from '../io.js';
 import { renderTable } from '../table.js';
+import { registerWorkloadsEstimate } from './workloads-estimate.js';
 
 const pct = (v: number) => `${(v * 100).toFixed(1)}%`;
 
 /** `migpool workloads [--fit]`: the performance model's workloads, and how well its curves fit. */
 export function registerWorkloads(program: Command, io: Io): void {
-  program
+  const workloads = program
     .command('workloads')
     .description("list the performance model's built-in workloads; --fit shows each calibrated curve's error")
     .option('--fit', 'fit errors on the calibration points and on points left out of the fit')
@@ -36,4 +37,5 @@ export function registerWorkloads(program: Command, io: Io): void {
         ),
       );
     });
+  registerWorkloadsEstimate(workloads, io);
 }
