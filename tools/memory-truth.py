@@ -120,8 +120,14 @@ def vision(name, size, **kw):
     return lambda: (getattr(torchvision.models, name)(weights=None, **kw), ('image', size))
 
 
+def resnet26():
+    """ResNet-26: torchvision's ResNet class with two Bottleneck blocks per stage (half of ResNet-50's)."""
+    return torchvision.models.resnet.ResNet(torchvision.models.resnet.Bottleneck, [2, 2, 2, 2]), ('image', 64)
+
+
 MODELS = {
     'resnet18': vision('resnet18', 64),
+    'resnet26': resnet26,
     'resnet34': vision('resnet34', 64),
     'resnet50': vision('resnet50', 64),
     'resnet101': vision('resnet101', 64),

@@ -141,7 +141,17 @@ async function stopJob(job: RunningJob, graceMs = 3000): Promise<void> {
   while (!job.exited && Date.now() < deadline + 2000) await new Promise((r) => setTimeout(r, 25));
 }
 
-/** Runs jobs side by side until warm-up plus measurement are over; stops them all whatever happens. */
+/**
+ * Seconds a job may take to print its first progress report (start-up: interpreter, CUDA context,
+ * data loading) before the bench gives up on it. A stated allowance: warm-up and measurement are
+ * counted from each job's first report, so start-up never eats into them.
+ */
+export const STARTUP_LIMIT_SECONDS = 120;
+
+/** Seconds since start of a job's first progress report, or null before it. */
+const firstReportAt = (job: RunningJob): number | null => job.reports[0]?.at ?? null;
+
+/** Runs jobs side by side until each has run warm-up plus measurement past its first report; stops them all whatever happens. */
 async function runTogether(jobsOf: () => RunningJob[], seconds: number, opts: RunnerOptions, label: string): Promise<RunningJob[]> {
   const jobs = jobsOf();
   const started = performance.now();
@@ -154,8 +164,13 @@ async function runTogether(jobsOf: () => RunningJob[], seconds: number, opts: Ru
         throw new MigpoolError('RUNTIME', `${label}: a job ended early (${how})${failed.lastErr ? `: ${failed.lastErr}` : ''}`);
       }
       const elapsed = (performance.now() - started) / 1000;
-      opts.onProgress?.(Math.min(1, elapsed / seconds));
-      if (elapsed >= seconds) return jobs;
+      const silent = jobs.findIndex((j) => firstReportAt(j) === null);
+      if (silent >= 0 && elapsed > STARTUP_LIMIT_SECONDS) {
+        throw new MigpoolError('RUNTIME', `${label}: job ${silent} printed no progress report in ${STARTUP_LIMIT_SECONDS}s; does it print {"migpool_samples": N} lines? (see examples/train_mig.py)`);
+      }
+      const since = silent >= 0 ? 0 : Math.min(...jobs.map((j) => elapsed - (firstReportAt(j) ?? 0)));
+      opts.onProgress?.(Math.min(1, since / seconds));
+      if (since >= seconds) return jobs;
       await new Promise((r) => setTimeout(r, 50));
     }
   } finally {
@@ -194,9 +209,9 @@ export async function runConfig(config: BenchConfig, opts: RunnerOptions): Promi
       finished.push(...(await runTogether(() => devices.slice(0, config.jobs).map((d, i) => startJob(d, i, config, opts, extraEnv)), seconds, opts, config.name)));
     }
     const perJob = finished.map((j, i) => {
-      const rate = steadyThroughput(j.reports, opts.warmupSeconds);
+      const rate = steadyThroughput(j.reports, (firstReportAt(j) ?? 0) + opts.warmupSeconds);
       if (rate === null) {
-        throw new MigpoolError('RUNTIME', `${config.name} job ${i}: fewer than two progress reports after the ${opts.warmupSeconds}s warm-up; does it print {"migpool_samples": N} lines? (see examples/train_mig.py)`);
+        throw new MigpoolError('RUNTIME', `${config.name} job ${i}: fewer than two progress reports after the ${opts.warmupSeconds}s warm-up (counted from its first report); does it print {"migpool_samples": N} lines? (see examples/train_mig.py)`);
       }
       return rate;
     });

@@ -12,6 +12,7 @@ import { buildServer } from '../server/app.js';
 import { loadOrCreateToken, removeServerInfo, tokenPath, writeServerInfo, SERVER_INFO_FILE } from '../server/files.js';
 import { openStore } from '../store/open.js';
 import type { Store } from '../store/types.js';
+import type { Workload } from '../perf/types.js';
 import { openGpuPort, simulatorStatePath } from './device.js';
 
 /** What `migpool serve` (and `migpool demo`) start with; defaults in brackets. */
@@ -32,6 +33,8 @@ export interface PoolOptions {
   readonly executor?: 'local' | 'slurm';
   /** Slurm executor: ms between squeue polls [2000]; GRES type of a profile (`{profile}` in a template) [`{profile}`]; more sbatch arguments. */
   readonly slurm?: { readonly pollMs?: number; readonly gresType?: string; readonly sbatchArgs?: readonly string[] };
+  /** Workloads besides the built-in ones (`migpool serve --workload FILE.yaml`). */
+  readonly workloads?: readonly Workload[];
   readonly log?: (line: string) => void;
 }
 
@@ -109,7 +112,7 @@ export async function startPool(o: PoolOptions): Promise<RunningPool> {
   const jobEnv: Record<string, string> = o.simulate ? { MIGPOOL_FAKE_NVIDIA_SMI_STATE: simulatorStatePath({ stateDir: o.dataDir }, {}) } : {};
   const store = await openStore({ dataDir: o.dataDir, databaseUrl: o.database });
   const executor = openExecutor(o);
-  const service = new PoolServiceImpl({ store, executor, gpu, policy, dataDir: o.dataDir, jobEnv, tickMs: o.tickMs, hold: o.hold, log: o.log });
+  const service = new PoolServiceImpl({ store, executor, gpu, policy, dataDir: o.dataDir, jobEnv, tickMs: o.tickMs, hold: o.hold, ...(o.workloads ? { workloads: o.workloads } : {}), log: o.log });
   let app: FastifyInstance | null = null;
   try {
     await service.start();

@@ -1,6 +1,7 @@
 import { badInput } from '../errors.js';
 import type { GpuModel } from '../mig/types.js';
 import { iterationTime } from './curve.js';
+import { fitsOn } from './fits.js';
 import { effectiveCapacity, resourceShape, type ResourceShape } from './resources.js';
 import type { Prediction, Resource, Workload } from './types.js';
 
@@ -44,14 +45,15 @@ export function predict(workload: Workload, resource: Resource): Prediction {
   const m = workload.curve.memoryBoundShare;
   const full = effectiveCapacity(shape, m);
   const capacity = resource.kind === 'mps' ? full / jobs : full;
-  if (workload.memoryGiB === null) caveats.push(`${workload.name}: memory need unknown, assumed to fit`);
-  const fits = workload.memoryGiB === null || shape.memoryGiB === null || shape.memoryGiB >= jobs * workload.memoryGiB;
-  if (!fits) return { fits, iterationMs: null, samplesPerSecond: null, epochSeconds: null, effectiveCapacity: capacity, caveats };
+  const memoryFit = fitsOn(workload.memoryGiB, resource);
+  if (workload.memoryGiB === null) caveats.push(`${workload.name}: memory need unknown, fit unknown`);
+  const fits = memoryFit !== false;
+  if (!fits) return { fits, memoryFit, iterationMs: null, samplesPerSecond: null, epochSeconds: null, effectiveCapacity: capacity, caveats };
   let ms = iterationTime(workload.curve, workload.batchSize, capacity);
   if (resource.kind === 'timeslice') ms = (ms * jobs) / (1 - TIMESLICE_OVERHEAD);
   if (resource.kind === 'mps') ms = ms / (1 - MPS_CONTENTION);
   const samplesPerSecond = (workload.batchSize * 1000) / ms;
-  return { fits, iterationMs: ms, samplesPerSecond, epochSeconds: workload.datasetSize / samplesPerSecond, effectiveCapacity: capacity, caveats };
+  return { fits, memoryFit, iterationMs: ms, samplesPerSecond, epochSeconds: workload.datasetSize / samplesPerSecond, effectiveCapacity: capacity, caveats };
 }
 
 /** N identical jobs of a workload on one GPU, and what they do together. */

@@ -18,10 +18,13 @@ export interface Workload {
   /** The fitted speed curve (see model.ts). */
   readonly curve: SpeedCurve;
   /**
-   * Memory one job needs, in GiB: the smallest instance memory it is known to fit in (a bound
-   * from the calibration, not a measurement of its footprint). Null when unknown (assumed to fit).
+   * Memory one job needs, in GiB: estimated from first principles (src/perf/memory), a bound read
+   * off the calibration, or measured. Null when unknown: then it fits nowhere for sure (fitsOn()
+   * answers 'unknown'; the job goes only where its user allows).
    */
   readonly memoryGiB: number | null;
+  /** Where `memoryGiB` comes from, for people. */
+  readonly memorySource?: string;
   /** Where its numbers come from, and how it was derived. */
   readonly source: string;
   /** The calibrated model (see fitReport()) whose curve this one is or is derived from: `miso/resnet`. */
@@ -60,7 +63,14 @@ export type Resource =
 
 /** The model's answer for one job on one resource (for `timeslice`/`mps`: each one of its N jobs). */
 export interface Prediction {
+  /**
+   * False only when the job is known not to fit; true also when its memory is unknown (then
+   * `memoryFit` is 'unknown' and a caveat says so). Callers that must not place a job of unknown
+   * memory read `memoryFit`.
+   */
   readonly fits: boolean;
+  /** fitsOn(): true, false, or 'unknown' (the job's or the resource's memory is not known). */
+  readonly memoryFit: true | false | 'unknown';
   /** Null when it does not fit. */
   readonly iterationMs: number | null;
   readonly samplesPerSecond: number | null;

@@ -80,7 +80,7 @@ const SCHEMA = z
  * description: ...           # optional
  * batchSize: 128             # samples per iteration, required
  * datasetSize: 50000         # samples per epoch, required
- * memoryGiB: 4.75            # memory one job needs; null or absent: unknown (assumed to fit)
+ * memoryGiB: 4.75            # memory one job needs; null or absent: unknown (fit 'unknown')
  * memoryBoundShare: 0.5      # optional, 0..1
  * points:                    # measured iteration times; the curve is fitted to them
  *   - { gpu: A100-SXM4-40GB, profile: 1g.5gb, iterationMs: 64.8 }

@@ -7,7 +7,10 @@ import { badInput } from '../../errors.js';
 import { splitCommandLine } from '../../exec/argv.js';
 import { resolveGpuModel } from '../../mig/catalog/index.js';
 import { predict } from '../../perf/model.js';
+import type { Workload } from '../../perf/types.js';
+import { isWorkloadFile } from '../../perf/workload-ref.js';
 import { resolveWorkload } from '../../perf/workloads.js';
+import { loadWorkload } from '../workload-file.js';
 import type { JobRecord } from '../../store/types.js';
 import { defaultDataDir } from '../../server/files.js';
 import { writeJson, type Io } from '../io.js';
@@ -23,6 +26,24 @@ interface ServeFlags {
   pollMs: string;
   slurmGresType: string;
   sbatchArgs?: string;
+  workload: string[];
+}
+
+/** `--workload FILE.yaml`, repeatable: collects the files in order. */
+function collect(value: string, previous: string[]): string[] {
+  return [...previous, value];
+}
+
+/** The user workloads `--workload` names: each a YAML file written by `migpool bench --out`. */
+export function serveWorkloads(files: readonly string[]): Workload[] {
+  const out: Workload[] = [];
+  for (const f of files) {
+    if (!isWorkloadFile(f)) throw badInput(`--workload '${f}': give a workload YAML file (written by 'migpool bench --out'); built-in workloads need no flag`);
+    const w = loadWorkload(f);
+    if (out.some((o) => o.name === w.name)) throw badInput(`--workload '${f}': a workload named '${w.name}' is already given; give each workload one name`);
+    out.push(w);
+  }
+  return out;
 }
 
 /** Resolves when the process is asked to stop (SIGINT, SIGTERM). */
@@ -58,13 +79,15 @@ export function registerServe(program: Command, io: Io): void {
     .option('--poll-ms <ms>', 'slurm executor: milliseconds between squeue polls', '2000')
     .option('--slurm-gres-type <template>', "slurm executor: the GRES type of a MIG profile as gres.conf names it, '{profile}' replaced (e.g. nvidia_a100_{profile})", '{profile}')
     .option('--sbatch-args <words>', "slurm executor: more sbatch arguments, e.g. '--partition gpu --account ml' (split as a shell would, never run by one)")
+    .option('--workload <file.yaml>', "a workload measured with 'migpool bench --out', that jobs may name (repeatable)", collect, [])
     .action(async (f: ServeFlags) => {
       const dataDir = f.dataDir ?? defaultDataDir();
       if (f.executor !== 'local' && f.executor !== 'slurm') throw badInput(`--executor '${f.executor}': use local or slurm`);
       const pollMs = Number(f.pollMs);
       if (!(Number.isFinite(pollMs) && pollMs >= 100 && pollMs <= 600_000)) throw badInput(`--poll-ms '${f.pollMs}': give milliseconds from 100 to 600000`);
       const slurm = { pollMs, gresType: f.slurmGresType, sbatchArgs: f.sbatchArgs === undefined ? [] : splitCommandLine(f.sbatchArgs, '--sbatch-args') };
-      const pool = await startPool({ dataDir, listen: f.listen, policy: f.policy, simulate: f.simulate, database: f.database, executor: f.executor, slurm, log: (l) => io.err(`migpool serve: ${l}`) });
+      const workloads = serveWorkloads(f.workload);
+      const pool = await startPool({ dataDir, listen: f.listen, policy: f.policy, simulate: f.simulate, database: f.database, executor: f.executor, slurm, workloads, log: (l) => io.err(`migpool serve: ${l}`) });
       io.err(`migpool serve: ${await describe(pool)}; policy ${f.policy}; ${f.executor === 'slurm' ? 'jobs go to Slurm (sbatch)' : 'jobs run here'}; state in ${f.database ? 'PostgreSQL' : join(dataDir, 'migpool.db')}`);
       io.err(`migpool serve: API and dashboard at ${pool.url}/ (token in ${join(dataDir, 'token')}); Ctrl-C stops the service, jobs keep running`);
       const sig = await untilSignal();

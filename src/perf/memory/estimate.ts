@@ -39,6 +39,7 @@ const VIT_B: TransformerShape = { layers: 12, hidden: 768, heads: 12, ffn: 3072,
 /** The networks, by the names torchvision (and Hugging Face, for the language models) give them. */
 export const MEMORY_MODELS: Readonly<Record<string, ModelEntry>> = {
   resnet18: cnn('ResNet-18 (torchvision)', 224, (t, x) => resnet(t, x, [2, 2, 2, 2], false)),
+  resnet26: cnn('ResNet-26 (torchvision ResNet, Bottleneck blocks [2, 2, 2, 2])', 224, (t, x) => resnet(t, x, [2, 2, 2, 2], true)),
   resnet34: cnn('ResNet-34 (torchvision)', 224, (t, x) => resnet(t, x, [3, 4, 6, 3], false)),
   resnet50: cnn('ResNet-50 (torchvision)', 224, (t, x) => resnet(t, x, [3, 4, 6, 3], true)),
   resnet101: cnn('ResNet-101 (torchvision)', 224, (t, x) => resnet(t, x, [3, 4, 23, 3], true)),
