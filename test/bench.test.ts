@@ -119,6 +119,9 @@ describe('migpool bench for real, on simulated GPUs', () => {
     expect(readFileSync(join(dir, 'b.svg'), 'utf8')).toContain('7x1g.5gb');
     const workload = parseWorkloadYaml(readFileSync(join(dir, 'w.yaml'), 'utf8'), 'w.yaml');
     expect(workload.batchSize).toBe(128);
+    // The simulated driver reports 500 MiB for each job's process: the peak is recorded, rounded up.
+    expect(workload.memoryGiB).toBe(0.49);
+    expect(workload.sharing).toEqual([{ gpu: 'A100-40GB', kind: 'timeslice', jobs: 2, iterationMs: expect.any(Number) as number }]);
   }, 60_000);
 
   it('a job that dies (out of memory) fails the bench with its reason, and no child is left', async () => {

@@ -52,7 +52,15 @@ export interface MeasuredConfig {
   readonly perJob: readonly number[];
   readonly samplesPerSecond: number;
   readonly datasetSize: number | null;
+  /**
+   * Largest GPU memory any one job used, MiB, as the driver reports it per process (nvidia-smi's
+   * per-process memory: the CUDA context included); null when the driver showed none of them.
+   */
+  readonly peakMemoryMiB: number | null;
 }
+
+/** Seconds between reads of per-process GPU memory while jobs run. */
+const MEMORY_POLL_SECONDS = 1;
 
 /** Puts the GPU in the layout a config needs (MIG off, or N instances of a profile). */
 async function prepareGpu(config: BenchConfig, opts: RunnerOptions): Promise<JobDevice[]> {
@@ -89,6 +97,8 @@ interface RunningJob {
   exited: { code: number | null; signal: NodeJS.Signals | null } | null;
   lastErr: string;
   unregister: () => void;
+  readonly device: JobDevice;
+  peakMemoryMiB: number | null;
 }
 
 function startJob(device: JobDevice, index: number, config: BenchConfig, opts: RunnerOptions, extraEnv: NodeJS.ProcessEnv): RunningJob {
@@ -101,7 +111,7 @@ function startJob(device: JobDevice, index: number, config: BenchConfig, opts: R
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const started = performance.now();
-  const job: RunningJob = { child, reports: [], datasetSize: null, exited: null, lastErr: '', unregister: () => undefined };
+  const job: RunningJob = { child, reports: [], datasetSize: null, exited: null, lastErr: '', unregister: () => undefined, device, peakMemoryMiB: null };
   createInterface({ input: child.stdout as NodeJS.ReadableStream }).on('line', (line) => {
     const report = parseProgressLine(line);
     if (!report) return;
@@ -152,11 +162,39 @@ export const STARTUP_LIMIT_SECONDS = 120;
 const firstReportAt = (job: RunningJob): number | null => job.reports[0]?.at ?? null;
 
 /** Runs jobs side by side until each has run warm-up plus measurement past its first report; stops them all whatever happens. */
+/**
+ * Records each job's GPU memory from the driver's process list: the process with the job's pid, or
+ * any process on the job's own MIG instance, or, for a job alone on the whole GPU, any process on it.
+ */
+async function readMemory(jobs: readonly RunningJob[], opts: RunnerOptions): Promise<void> {
+  let processes;
+  try {
+    processes = (await opts.port.listProcesses()).filter((p) => p.gpu === opts.gpuIndex);
+  } catch {
+    return; // memory is a by-product of the bench: a failed read leaves it unknown
+  }
+  for (const job of jobs) {
+    const d = job.device;
+    const mine = processes.filter(
+      (p) =>
+        p.pid === job.child.pid ||
+        (d.gpuInstanceId !== null && p.gpuInstanceId === d.gpuInstanceId && p.computeInstanceId === d.computeInstanceId) ||
+        (d.gpuInstanceId === null && jobs.length === 1 && p.gpuInstanceId === null),
+    );
+    for (const p of mine) job.peakMemoryMiB = Math.max(job.peakMemoryMiB ?? 0, p.usedMemoryMiB);
+  }
+}
+
 async function runTogether(jobsOf: () => RunningJob[], seconds: number, opts: RunnerOptions, label: string): Promise<RunningJob[]> {
   const jobs = jobsOf();
   const started = performance.now();
+  let lastMemoryRead = -Infinity;
   try {
     for (;;) {
+      if ((performance.now() - lastMemoryRead) / 1000 >= MEMORY_POLL_SECONDS) {
+        lastMemoryRead = performance.now();
+        await readMemory(jobs, opts);
+      }
       if (opts.signal?.aborted) throw new MigpoolError('RUNTIME', `bench interrupted during ${label}; every job was stopped`);
       const failed = jobs.find((j) => j.exited);
       if (failed) {
@@ -222,6 +260,7 @@ export async function runConfig(config: BenchConfig, opts: RunnerOptions): Promi
       perJob,
       samplesPerSecond: config.kind === 'serial' ? sum / perJob.length : sum,
       datasetSize: finished.find((j) => j.datasetSize !== null)?.datasetSize ?? null,
+      peakMemoryMiB: finished.reduce<number | null>((m, j) => (j.peakMemoryMiB === null ? m : Math.max(m ?? 0, j.peakMemoryMiB)), null),
     };
   } finally {
     if (stopMps) await stopMps();

@@ -23,12 +23,23 @@ export interface Workload {
    * answers 'unknown'; the job goes only where its user allows).
    */
   readonly memoryGiB: number | null;
+  /** Measured iteration times of one job among N sharing a GPU (time-slicing, MPS): they replace the model's. */
+  readonly sharing?: readonly SharingPoint[];
   /** Where `memoryGiB` comes from, for people. */
   readonly memorySource?: string;
   /** Where its numbers come from, and how it was derived. */
   readonly source: string;
   /** The calibrated model (see fitReport()) whose curve this one is or is derived from: `miso/resnet`. */
   readonly calibratedFrom?: string;
+}
+
+/** A measured iteration time of one job among `jobs` sharing a whole GPU (`migpool bench` NxTIMESLICE, NxMPS). */
+export interface SharingPoint {
+  /** GPU model name as the catalogue has it (`A100-40GB`). */
+  readonly gpu: string;
+  readonly kind: 'timeslice' | 'mps';
+  readonly jobs: number;
+  readonly iterationMs: number;
 }
 
 /**

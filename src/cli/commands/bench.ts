@@ -15,6 +15,7 @@ import { SimulatedGpuPort } from '../../gpu/simulated/driver.js';
 import { resolveGpuModel } from '../../mig/catalog/index.js';
 import type { GpuModel } from '../../mig/types.js';
 import { workloadFromPoints, workloadToYaml, type MeasuredPoint, type YamlPoint } from '../../perf/user-workload.js';
+import type { SharingPoint } from '../../perf/types.js';
 import { openGpuPort, simulatorStatePath, stateDirOf } from '../device.js';
 import { writeJson, writeUserFile, type Io } from '../io.js';
 import { loadWorkload } from '../workload-file.js';
@@ -177,6 +178,7 @@ async function benchReal(opts: BenchOptions, io: Io): Promise<void> {
     const batch = opts.batchSize ? positive(opts.batchSize, '--batch-size') : 128;
     const points: MeasuredPoint[] = [];
     const yamlPoints: YamlPoint[] = [];
+    const sharing: SharingPoint[] = [];
     for (const m of measured) {
       const config = configs.find((c) => c.name === m.name);
       const perJob = m.perJob.reduce((a, b) => a + b, 0) / m.perJob.length;
@@ -187,9 +189,14 @@ async function benchReal(opts: BenchOptions, io: Io): Promise<void> {
       } else if (config?.kind === 'mig') {
         points.push({ resource: { kind: 'mig', gpu: model, profile: config.profile.name }, iterationMs });
         yamlPoints.push({ gpu: model.name, profile: config.profile.name, iterationMs });
+      } else if (config?.kind === 'timeslice' || config?.kind === 'mps') {
+        sharing.push({ gpu: model.name, kind: config.kind, jobs: config.jobs, iterationMs });
       }
     }
-    const fitted = workloadFromPoints(opts.workload ?? 'my-workload', batch, datasetSize, points);
+    // Memory: the largest any job used in any config, as the driver reported it (null: none seen).
+    const peaks = measured.map((m) => m.peakMemoryMiB).filter((v): v is number => v !== null);
+    const memoryGiB = peaks.length > 0 ? Math.ceil((Math.max(...peaks) / 1024) * 100) / 100 : null;
+    const fitted = workloadFromPoints(opts.workload ?? 'my-workload', batch, datasetSize, points, { sharing, memoryGiB });
     writeUserFile(opts.out, workloadToYaml(fitted, yamlPoints), '--out');
   }
   finish(opts, io, model.name, name, simulated ? 'measured on simulated GPUs' : 'measured', results, { warmupSeconds: warmup, measureSeconds: duration });
