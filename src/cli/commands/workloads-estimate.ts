@@ -40,7 +40,9 @@ export function registerWorkloadsEstimate(parent: Command, io: Io): void {
     .option('--precision <p>', 'fp32, amp (autocast fp16) or bf16 (autocast bfloat16)', 'fp32')
     .option('--gpu <model>', 'GPU whose profiles to check', 'A100-SXM4-40GB')
     .option('--json', 'print JSON')
-    .action((opts: EstimateOptions) => {
+    .action((own: EstimateOptions, cmd: Command) => {
+      // `--json` is also an option of `workloads`, which commander may hand to the parent.
+      const opts: EstimateOptions = { ...own, json: own.json ?? (cmd.optsWithGlobals<{ json?: boolean }>().json === true) };
       const input = memoryModelInput(opts.model);
       if (input.input === 'image' && opts.seqLen !== undefined) throw badInput(`--seq-len is for language models; ${opts.model} takes --image-size`);
       if (input.input === 'tokens' && opts.imageSize !== undefined) throw badInput(`--image-size is for image models; ${opts.model} takes --seq-len`);
