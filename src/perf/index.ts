@@ -1,6 +1,6 @@
 /** The performance model: how fast a training workload runs on a MIG instance, a whole GPU, or a shared GPU. */
 export type { Prediction, Resource, SpeedCurve, Workload } from './types.js';
-export { predict, predictPacked, TIMESLICE_OVERHEAD, MPS_CONTENTION, type PackedPrediction } from './model.js';
+export { predict, predictPacked, TIMESLICE_OVERHEAD, TIMESLICE_HOST_SHARE, MPS_CONTENTION, type PackedPrediction } from './model.js';
 export { builtInWorkloads, resolveWorkload, DATASET_SIZES } from './workloads.js';
 export { fitReport, type FitReportEntry, type ErrorSummary } from './report.js';
 export { workloadFromPoints, parseWorkloadYaml, workloadToYaml, type MeasuredPoint, type YamlPoint, type UserWorkloadOptions } from './user-workload.js';

@@ -6,16 +6,19 @@ import { effectiveCapacity, resourceShape, type ResourceShape } from './resource
 import type { Prediction, Resource, Workload } from './types.js';
 
 /**
- * Time-slicing: N processes on one GPU without MIG or MPS take turns on the whole GPU; one runs
- * kernels at a time, so their GPU work adds up, while each one's host-side time (Python, kernel
- * launches, data loading: the curve's latency floor) overlaps the others' GPU work. One job's
- * iteration is then max(T, N x W) / (1 - overhead), T its time alone on the GPU and W the GPU
- * work term of T (first principles). The overhead is the share of the GPU's time lost to
- * switching contexts between processes. Stated default, not calibrated: no measurement of it is
- * at hand; 0 to 0.1 is the range we take as plausible. A user's measured `NxTIMESLICE` point
- * (workload YAML `sharing:`) replaces the model for that N on that GPU.
+ * Time-slicing: N processes on one GPU without MIG or MPS take turns on the whole GPU; one context
+ * runs kernels at a time, so their GPU work adds up, while each one's host-side time (Python,
+ * kernel launches, data loading) overlaps the others' turns. The curve's latency floor L mixes
+ * host time with GPU time of kernels too small to fill the GPU, which time-slicing cannot overlap
+ * (MPS can): TIMESLICE_HOST_SHARE of it is taken as host time. One job's iteration is then
+ * max(T, N x W, N x (T - h x L), T_N) / (1 - overhead), T its time alone, W the GPU work term of
+ * T, T_N its time side by side with 1/N of the GPU (as under MPS, which overlaps more; first principles). Stated defaults, not calibrated (no measurement is at hand): overhead 0.05
+ * (plausible 0 to 0.1), host share 0.5 (0: no overlap, the old flat (1 - overhead) / N; 1: all
+ * of the floor overlaps). A user's measured `NxTIMESLICE` point (workload YAML `sharing:`)
+ * replaces the model for that N on that GPU.
  */
 export const TIMESLICE_OVERHEAD = 0.05;
+export const TIMESLICE_HOST_SHARE = 0.5;
 
 /**
  * MPS: N processes run kernels side by side on all SMs; each job's GPU work gets 1/N of the GPU's
@@ -56,7 +59,12 @@ export function predict(workload: Workload, resource: Resource): Prediction {
   const fits = memoryFit !== false;
   if (!fits) return { fits, memoryFit, iterationMs: null, samplesPerSecond: null, epochSeconds: null, effectiveCapacity: capacity, caveats };
   let ms = iterationTime(workload.curve, workload.batchSize, capacity);
-  if (resource.kind === 'timeslice') ms = Math.max(ms, jobs * gpuWorkTime(workload.curve, workload.batchSize, capacity)) / (1 - TIMESLICE_OVERHEAD);
+  if (resource.kind === 'timeslice') {
+    const busy = Math.max(gpuWorkTime(workload.curve, workload.batchSize, capacity), ms - TIMESLICE_HOST_SHARE * workload.curve.latencyMs);
+    // Taking turns never beats running side by side on the same GPU (the MPS bound, without contention).
+    const sideBySide = iterationTime(workload.curve, workload.batchSize, capacity / jobs);
+    ms = Math.max(ms, jobs * busy, sideBySide) / (1 - TIMESLICE_OVERHEAD);
+  }
   if (resource.kind === 'mps') ms = ms / (1 - MPS_CONTENTION * (1 - 1 / jobs));
   if (resource.kind === 'timeslice' || resource.kind === 'mps') {
     const measured = workload.sharing?.find((p) => p.kind === resource.kind && p.jobs === jobs && p.gpu === resource.gpu.name);
