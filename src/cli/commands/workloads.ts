@@ -58,7 +58,7 @@ export function registerWorkloads(program: Command, io: Io): void {
       io.out(
         renderTable(
           ['WORKLOAD', 'ALIASES', 'BATCH', 'DATASET', 'MEMORY GiB', 'DESCRIPTION'],
-          workloads.map((w) => [w.name, w.aliases.join(','), String(w.batchSize), String(w.datasetSize), w.memoryGiB === null ? '?' : w.memoryGiB.toFixed(2), w.description]),
+          workloads.map((w) => [w.name, w.aliases.join(','), String(w.batchSize), String(w.datasetSize), w.memoryGiB === null ? 'unknown' : w.memoryGiB.toFixed(2), w.description]),
         ),
       );
     });
