@@ -27,6 +27,21 @@ interface AdviseJson {
 }
 
 describe('migpool advise', () => {
+  it('takes a workload YAML file (written by bench --out) in the job list, relative to the list', async () => {
+    file('measured.yaml', 'name: measured\nbatchSize: 64\ndatasetSize: 1000\nmemoryGiB: 3\npoints:\n  - { gpu: A100-SXM4-40GB, profile: 1g.5gb, iterationMs: 40 }\n  - { gpu: A100-SXM4-40GB, profile: 7g.40gb, iterationMs: 12 }\n');
+    const jobs = file('yaml-jobs.csv', 'workload,count\nmeasured.yaml,3\nsmall,1\n');
+    const { code, out, err } = await cli('advise', '--gpu', 'A100-SXM4-40GB', '--count', '1', '--jobs', jobs, '--json');
+    expect(err).toBe('');
+    expect(code).toBe(0);
+    const json = JSON.parse(out) as AdviseJson;
+    expect(json.jobs).toBe(4);
+    expect(json.assignments.filter((a) => a.workload === 'measured')).toHaveLength(3);
+    const missing = file('missing-jobs.csv', 'nope.yaml,1\n');
+    const bad = await cli('advise', '--gpu', 'A100-SXM4-40GB', '--count', '1', '--jobs', missing);
+    expect(bad.code).toBe(2);
+    expect(bad.err).toMatch(/missing-jobs\.csv:1: cannot read workload file '.*nope\.yaml': ENOENT/);
+  });
+
   it('packs a job list onto A100s: JSON with layouts, placements, bound and a mig-parted config', async () => {
     const jobs = file('jobs.csv', '# small jobs pack, large ones want whole GPUs\nworkload,count,weight\nsmall,10\nlarge,2\nmedium,3,2\n');
     const { code, out, err } = await cli('advise', '--gpu', 'A100-SXM4-40GB', '--count', '4', '--jobs', jobs, '--json');
@@ -75,7 +90,7 @@ describe('migpool advise', () => {
 
   it("reads the simulator's trace CSV, one job per row", async () => {
     const trace = file('trace.csv', 'arrival,workload,gpus,duration,priority\n0,small,1,3600,foreground\n10,large,1,7200,background\n20,small,,100,foreground\n');
-    const json = JSON.parse((await cli('advise', '--gpu', 'A30', '--count', '2', '--jobs', trace, '--json')).out) as AdviseJson;
+    const json = JSON.parse((await cli('advise', '--gpu', 'A100-SXM4-40GB', '--count', '2', '--jobs', trace, '--json')).out) as AdviseJson;
     expect(json.jobs).toBe(3);
     expect(json.assignments).toHaveLength(3);
   });

@@ -7,7 +7,7 @@ const echarts = createRequire(import.meta.url)('echarts') as typeof import('echa
 /** One config's result as the plot shows it. */
 export interface PlotRow {
   readonly name: string;
-  readonly fits: boolean;
+  readonly fits: boolean | 'unknown';
   readonly epochSeconds: number | null;
   readonly speedup: number | null;
 }
@@ -19,7 +19,7 @@ export interface PlotRow {
  */
 export function benchPlotSvg(title: string, rows: readonly PlotRow[]): string {
   const chart = echarts.init(null, null, { renderer: 'svg', ssr: true, width: Math.max(640, 90 * rows.length + 160), height: 620 });
-  const names = rows.map((r) => (r.fits ? r.name : `${r.name}\n(does not fit)`));
+  const names = rows.map((r) => (r.fits === false ? `${r.name}\n(does not fit)` : r.fits === 'unknown' ? `${r.name}\n(fit unknown)` : r.name));
   const round = (v: number | null, digits: number) => (v === null ? null : Number(v.toFixed(digits)));
   chart.setOption({
     animation: false,

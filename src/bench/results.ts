@@ -7,7 +7,8 @@ import type { BenchConfig } from './configs.js';
 export interface ConfigResult {
   readonly name: string;
   readonly jobs: number;
-  readonly fits: boolean;
+  /** Whether the jobs fit in memory; 'unknown' when the workload's memory is not known (then the speed is shown all the same). */
+  readonly fits: boolean | 'unknown';
   /** Time per epoch of each job while it runs; null when it does not fit. */
   readonly epochSeconds: number | null;
   /** Aggregate samples per second of all the config's jobs. */
@@ -46,7 +47,7 @@ export function predictConfigs(workload: Workload, gpu: GpuModel, configs: reado
     return {
       name: config.name,
       jobs: config.jobs,
-      fits: p.fits,
+      fits: p.memoryFit,
       epochSeconds: p.epochSeconds,
       samplesPerSecond: total,
       speedup: total !== null && baseline ? total / baseline : null,

@@ -52,7 +52,15 @@ export interface MeasuredConfig {
   readonly perJob: readonly number[];
   readonly samplesPerSecond: number;
   readonly datasetSize: number | null;
+  /**
+   * Largest GPU memory any one job used, MiB, as the driver reports it per process (nvidia-smi's
+   * per-process memory: the CUDA context included); null when the driver showed none of them.
+   */
+  readonly peakMemoryMiB: number | null;
 }
+
+/** Seconds between reads of per-process GPU memory while jobs run. */
+const MEMORY_POLL_SECONDS = 1;
 
 /** Puts the GPU in the layout a config needs (MIG off, or N instances of a profile). */
 async function prepareGpu(config: BenchConfig, opts: RunnerOptions): Promise<JobDevice[]> {
@@ -89,6 +97,8 @@ interface RunningJob {
   exited: { code: number | null; signal: NodeJS.Signals | null } | null;
   lastErr: string;
   unregister: () => void;
+  readonly device: JobDevice;
+  peakMemoryMiB: number | null;
 }
 
 function startJob(device: JobDevice, index: number, config: BenchConfig, opts: RunnerOptions, extraEnv: NodeJS.ProcessEnv): RunningJob {
@@ -101,7 +111,7 @@ function startJob(device: JobDevice, index: number, config: BenchConfig, opts: R
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const started = performance.now();
-  const job: RunningJob = { child, reports: [], datasetSize: null, exited: null, lastErr: '', unregister: () => undefined };
+  const job: RunningJob = { child, reports: [], datasetSize: null, exited: null, lastErr: '', unregister: () => undefined, device, peakMemoryMiB: null };
   createInterface({ input: child.stdout as NodeJS.ReadableStream }).on('line', (line) => {
     const report = parseProgressLine(line);
     if (!report) return;
@@ -141,12 +151,50 @@ async function stopJob(job: RunningJob, graceMs = 3000): Promise<void> {
   while (!job.exited && Date.now() < deadline + 2000) await new Promise((r) => setTimeout(r, 25));
 }
 
-/** Runs jobs side by side until warm-up plus measurement are over; stops them all whatever happens. */
+/**
+ * Seconds a job may take to print its first progress report (start-up: interpreter, CUDA context,
+ * data loading) before the bench gives up on it. A stated allowance: warm-up and measurement are
+ * counted from each job's first report, so start-up never eats into them.
+ */
+export const STARTUP_LIMIT_SECONDS = 120;
+
+/** Seconds since start of a job's first progress report, or null before it. */
+const firstReportAt = (job: RunningJob): number | null => job.reports[0]?.at ?? null;
+
+/** Runs jobs side by side until each has run warm-up plus measurement past its first report; stops them all whatever happens. */
+/**
+ * Records each job's GPU memory from the driver's process list: the process with the job's pid, or
+ * any process on the job's own MIG instance, or, for a job alone on the whole GPU, any process on it.
+ */
+async function readMemory(jobs: readonly RunningJob[], opts: RunnerOptions): Promise<void> {
+  let processes;
+  try {
+    processes = (await opts.port.listProcesses()).filter((p) => p.gpu === opts.gpuIndex);
+  } catch {
+    return; // memory is a by-product of the bench: a failed read leaves it unknown
+  }
+  for (const job of jobs) {
+    const d = job.device;
+    const mine = processes.filter(
+      (p) =>
+        p.pid === job.child.pid ||
+        (d.gpuInstanceId !== null && p.gpuInstanceId === d.gpuInstanceId && p.computeInstanceId === d.computeInstanceId) ||
+        (d.gpuInstanceId === null && jobs.length === 1 && p.gpuInstanceId === null),
+    );
+    for (const p of mine) job.peakMemoryMiB = Math.max(job.peakMemoryMiB ?? 0, p.usedMemoryMiB);
+  }
+}
+
 async function runTogether(jobsOf: () => RunningJob[], seconds: number, opts: RunnerOptions, label: string): Promise<RunningJob[]> {
   const jobs = jobsOf();
   const started = performance.now();
+  let lastMemoryRead = -Infinity;
   try {
     for (;;) {
+      if ((performance.now() - lastMemoryRead) / 1000 >= MEMORY_POLL_SECONDS) {
+        lastMemoryRead = performance.now();
+        await readMemory(jobs, opts);
+      }
       if (opts.signal?.aborted) throw new MigpoolError('RUNTIME', `bench interrupted during ${label}; every job was stopped`);
       const failed = jobs.find((j) => j.exited);
       if (failed) {
@@ -154,8 +202,13 @@ async function runTogether(jobsOf: () => RunningJob[], seconds: number, opts: Ru
         throw new MigpoolError('RUNTIME', `${label}: a job ended early (${how})${failed.lastErr ? `: ${failed.lastErr}` : ''}`);
       }
       const elapsed = (performance.now() - started) / 1000;
-      opts.onProgress?.(Math.min(1, elapsed / seconds));
-      if (elapsed >= seconds) return jobs;
+      const silent = jobs.findIndex((j) => firstReportAt(j) === null);
+      if (silent >= 0 && elapsed > STARTUP_LIMIT_SECONDS) {
+        throw new MigpoolError('RUNTIME', `${label}: job ${silent} printed no progress report in ${STARTUP_LIMIT_SECONDS}s; does it print {"migpool_samples": N} lines? (see examples/train_mig.py)`);
+      }
+      const since = silent >= 0 ? 0 : Math.min(...jobs.map((j) => elapsed - (firstReportAt(j) ?? 0)));
+      opts.onProgress?.(Math.min(1, since / seconds));
+      if (since >= seconds) return jobs;
       await new Promise((r) => setTimeout(r, 50));
     }
   } finally {
@@ -194,9 +247,9 @@ export async function runConfig(config: BenchConfig, opts: RunnerOptions): Promi
       finished.push(...(await runTogether(() => devices.slice(0, config.jobs).map((d, i) => startJob(d, i, config, opts, extraEnv)), seconds, opts, config.name)));
     }
     const perJob = finished.map((j, i) => {
-      const rate = steadyThroughput(j.reports, opts.warmupSeconds);
+      const rate = steadyThroughput(j.reports, (firstReportAt(j) ?? 0) + opts.warmupSeconds);
       if (rate === null) {
-        throw new MigpoolError('RUNTIME', `${config.name} job ${i}: fewer than two progress reports after the ${opts.warmupSeconds}s warm-up; does it print {"migpool_samples": N} lines? (see examples/train_mig.py)`);
+        throw new MigpoolError('RUNTIME', `${config.name} job ${i}: fewer than two progress reports after the ${opts.warmupSeconds}s warm-up (counted from its first report); does it print {"migpool_samples": N} lines? (see examples/train_mig.py)`);
       }
       return rate;
     });
@@ -207,6 +260,7 @@ export async function runConfig(config: BenchConfig, opts: RunnerOptions): Promi
       perJob,
       samplesPerSecond: config.kind === 'serial' ? sum / perJob.length : sum,
       datasetSize: finished.find((j) => j.datasetSize !== null)?.datasetSize ?? null,
+      peakMemoryMiB: finished.reduce<number | null>((m, j) => (j.peakMemoryMiB === null ? m : Math.max(m ?? 0, j.peakMemoryMiB)), null),
     };
   } finally {
     if (stopMps) await stopMps();

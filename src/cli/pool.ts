@@ -13,6 +13,7 @@ import { loadOrCreateToken, removeServerInfo, tokenPath, writeServerInfo, SERVER
 import { openStore } from '../store/open.js';
 import type { Store } from '../store/types.js';
 import type { GpuPort } from '../gpu/port.js';
+import type { Workload } from '../perf/types.js';
 import { openGpuPort, simulatorStatePath } from './device.js';
 import { SimulatedGpuPort } from '../gpu/simulated/driver.js';
 import { FileSimulatedGpuPort } from '../gpu/simulated/file-port.js';
@@ -39,6 +40,8 @@ export interface PoolOptions {
    * per compute slice [2, 8192]; more sbatch arguments.
    */
   readonly slurm?: { readonly pollMs?: number; readonly gresType?: string; readonly cpusPerSlice?: number; readonly memPerSliceMiB?: number; readonly sbatchArgs?: readonly string[] };
+  /** Workloads besides the built-in ones (`migpool serve --workload FILE.yaml`). */
+  readonly workloads?: readonly Workload[];
   readonly log?: (line: string) => void;
 }
 
@@ -125,7 +128,7 @@ export async function startPool(o: PoolOptions): Promise<RunningPool> {
   const jobEnv: Record<string, string> = o.simulate ? { MIGPOOL_FAKE_NVIDIA_SMI_STATE: simulatorStatePath({ stateDir: o.dataDir }, {}) } : {};
   const store = await openStore({ dataDir: o.dataDir, databaseUrl: o.database });
   const executor = openExecutor(o, gpu);
-  const service = new PoolServiceImpl({ store, executor, gpu, policy, dataDir: o.dataDir, jobEnv, tickMs: o.tickMs, hold: o.hold, log: o.log });
+  const service = new PoolServiceImpl({ store, executor, gpu, policy, dataDir: o.dataDir, jobEnv, tickMs: o.tickMs, hold: o.hold, ...(o.workloads ? { workloads: o.workloads } : {}), log: o.log });
   let app: FastifyInstance | null = null;
   try {
     await service.start();

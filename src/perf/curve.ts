@@ -25,6 +25,11 @@ export function iterationTime(curve: SpeedCurve, batch: number, capacity: number
   return blend(curve, ((batch + (curve.fixedSamples ?? 0)) * REFERENCE_SLICES) / capacity);
 }
 
+/** The GPU work term alone of iterationTime (no latency floor): the time the GPU is busy, ms. */
+export function gpuWorkTime(curve: SpeedCurve, batch: number, capacity: number): number {
+  return ((batch + (curve.fixedSamples ?? 0)) * REFERENCE_SLICES) / capacity / curve.peakSamplesPerMs;
+}
+
 /**
  * The curve of the same job doing `factor` times the GPU work per sample (a larger input, a deeper
  * net): batch B then runs like batch `factor * B` of the original, fixed work unchanged.

@@ -1,22 +1,32 @@
 import { badInput } from '../errors.js';
 import type { GpuModel } from '../mig/types.js';
-import { iterationTime } from './curve.js';
+import { gpuWorkTime, iterationTime } from './curve.js';
+import { fitsOn } from './fits.js';
 import { effectiveCapacity, resourceShape, type ResourceShape } from './resources.js';
 import type { Prediction, Resource, Workload } from './types.js';
 
 /**
- * ASSUMPTION (time-slicing): N processes on one GPU without MIG or MPS take turns; each sees the
- * whole GPU for 1/N of the time, and switching contexts costs this share of the GPU's time. No
- * overlap of one job's CPU-side latency with another's GPU work is credited, so time-slicing never
- * beats one job on the whole GPU. Not calibrated: a stated default.
+ * Time-slicing: N processes on one GPU without MIG or MPS take turns on the whole GPU; one context
+ * runs kernels at a time, so their GPU work adds up, while each one's host-side time (Python,
+ * kernel launches, data loading) overlaps the others' turns. The curve's latency floor L mixes
+ * host time with GPU time of kernels too small to fill the GPU, which time-slicing cannot overlap
+ * (MPS can): TIMESLICE_HOST_SHARE of it is taken as host time. One job's iteration is then
+ * max(T, N x W, N x (T - h x L), T_N) / (1 - overhead), T its time alone, W the GPU work term of
+ * T, T_N its time side by side with 1/N of the GPU (as under MPS, which overlaps more; first principles). Stated defaults, not calibrated (no measurement is at hand): overhead 0.05
+ * (plausible 0 to 0.1), host share 0.5 (0: no overlap, the old flat (1 - overhead) / N; 1: all
+ * of the floor overlaps). A user's measured `NxTIMESLICE` point (workload YAML `sharing:`)
+ * replaces the model for that N on that GPU.
  */
 export const TIMESLICE_OVERHEAD = 0.05;
+export const TIMESLICE_HOST_SHARE = 0.5;
 
 /**
- * ASSUMPTION (MPS): N processes run side by side, each with 1/N of the GPU's effective capacity
- * (as if CUDA_MPS_ACTIVE_THREAD_PERCENTAGE split it evenly), and each loses this share of its
- * throughput to contention for the L2 cache and memory bandwidth, which MPS does not partition.
- * Not calibrated: a stated default.
+ * MPS: N processes run kernels side by side on all SMs; each job's GPU work gets 1/N of the GPU's
+ * effective capacity while its latency floor overlaps the others' work, and each loses a share of
+ * its throughput to contention for the L2 cache and memory bandwidth, which MPS does not
+ * partition. The loss grows with the other jobs present: `MPS_CONTENTION x (1 - 1/N)`, none for a
+ * job alone (first principles). Stated default, not calibrated: 0 to 0.2 is the range we take as
+ * plausible. A user's measured `NxMPS` point (workload YAML `sharing:`) replaces the model.
  */
 export const MPS_CONTENTION = 0.1;
 
@@ -44,14 +54,24 @@ export function predict(workload: Workload, resource: Resource): Prediction {
   const m = workload.curve.memoryBoundShare;
   const full = effectiveCapacity(shape, m);
   const capacity = resource.kind === 'mps' ? full / jobs : full;
-  if (workload.memoryGiB === null) caveats.push(`${workload.name}: memory need unknown, assumed to fit`);
-  const fits = workload.memoryGiB === null || shape.memoryGiB === null || shape.memoryGiB >= jobs * workload.memoryGiB;
-  if (!fits) return { fits, iterationMs: null, samplesPerSecond: null, epochSeconds: null, effectiveCapacity: capacity, caveats };
+  const memoryFit = fitsOn(workload.memoryGiB, resource);
+  if (workload.memoryGiB === null) caveats.push(`${workload.name}: memory need unknown, fit unknown`);
+  const fits = memoryFit !== false;
+  if (!fits) return { fits, memoryFit, iterationMs: null, samplesPerSecond: null, epochSeconds: null, effectiveCapacity: capacity, caveats };
   let ms = iterationTime(workload.curve, workload.batchSize, capacity);
-  if (resource.kind === 'timeslice') ms = (ms * jobs) / (1 - TIMESLICE_OVERHEAD);
-  if (resource.kind === 'mps') ms = ms / (1 - MPS_CONTENTION);
+  if (resource.kind === 'timeslice') {
+    const busy = Math.max(gpuWorkTime(workload.curve, workload.batchSize, capacity), ms - TIMESLICE_HOST_SHARE * workload.curve.latencyMs);
+    // Taking turns never beats running side by side on the same GPU (the MPS bound, without contention).
+    const sideBySide = iterationTime(workload.curve, workload.batchSize, capacity / jobs);
+    ms = Math.max(ms, jobs * busy, sideBySide) / (1 - TIMESLICE_OVERHEAD);
+  }
+  if (resource.kind === 'mps') ms = ms / (1 - MPS_CONTENTION * (1 - 1 / jobs));
+  if (resource.kind === 'timeslice' || resource.kind === 'mps') {
+    const measured = workload.sharing?.find((p) => p.kind === resource.kind && p.jobs === jobs && p.gpu === resource.gpu.name);
+    if (measured) ms = measured.iterationMs;
+  }
   const samplesPerSecond = (workload.batchSize * 1000) / ms;
-  return { fits, iterationMs: ms, samplesPerSecond, epochSeconds: workload.datasetSize / samplesPerSecond, effectiveCapacity: capacity, caveats };
+  return { fits, memoryFit, iterationMs: ms, samplesPerSecond, epochSeconds: workload.datasetSize / samplesPerSecond, effectiveCapacity: capacity, caveats };
 }
 
 /** N identical jobs of a workload on one GPU, and what they do together. */

@@ -1,6 +1,7 @@
 import { findGiProfile } from '../mig/catalog/index.js';
 import type { GpuModel } from '../mig/types.js';
 import { A100_40GB_BANDWIDTH, MEMORY_BANDWIDTH } from './bandwidth.js';
+import { smSpeed } from './sm-speed.js';
 
 /** SMs of one A100 compute slice (98 SMs over 7 slices with MIG on): the unit of SM capacity. */
 export const A100_SMS_PER_SLICE = 14;
@@ -12,6 +13,8 @@ export const BANDWIDTH_PER_SLICE = A100_40GB_BANDWIDTH / REFERENCE_SLICES;
 /** What the model needs to know of a place a job runs: its SMs, memory bandwidth and memory. */
 export interface ResourceShape {
   readonly sms: number;
+  /** Training speed of one of its SMs relative to an A100 SM (sm-speed.ts); 1 when absent. */
+  readonly smSpeed?: number;
   readonly bandwidthGBps: number;
   /** GiB; null where the catalogue has no figure (the job is then assumed to fit). */
   readonly memoryGiB: number | null;
@@ -45,6 +48,8 @@ function smsPerSliceFromProfiles(gpu: GpuModel): number | null {
 export function resourceShape(gpu: GpuModel, profile: string | null): ResourceShape {
   const caveats: string[] = [];
   const bandwidth = bandwidthOf(gpu, caveats);
+  const speed = smSpeed(gpu);
+  if (!speed.confirmed) caveats.push(`${gpu.name} per-SM speed ${speed.factor.toFixed(2)}x an A100 SM is unconfirmed (${speed.source})`);
   if (profile === null) {
     let sms = gpu.sms;
     if (sms === null) {
@@ -52,7 +57,7 @@ export function resourceShape(gpu: GpuModel, profile: string | null): ResourceSh
       sms = full?.sms ?? A100_SMS_PER_SLICE * gpu.computeSlices;
       caveats.push(`${gpu.name} SMs with MIG off unknown: used ${sms} (${full ? `its ${full.name} instance` : '14 per compute slice'}), likely a few too few`);
     }
-    return { sms, bandwidthGBps: bandwidth, memoryGiB: gpu.memoryGB, caveats };
+    return { sms, smSpeed: speed.factor, bandwidthGBps: bandwidth, memoryGiB: gpu.memoryGB, caveats };
   }
   const p = findGiProfile(gpu, profile);
   let sms = p.sms;
@@ -63,16 +68,16 @@ export function resourceShape(gpu: GpuModel, profile: string | null): ResourceSh
     caveats.push(`${gpu.name} ${p.name} SMs unknown: estimated ${Math.round(sms)} from ${how}`);
   }
   if (p.memoryGiB === null) caveats.push(`${gpu.name} ${p.name} memory unknown: every job is assumed to fit`);
-  return { sms, bandwidthGBps: (bandwidth * p.memorySlices) / gpu.memorySlices, memoryGiB: p.memoryGiB, caveats };
+  return { sms, smSpeed: speed.factor, bandwidthGBps: (bandwidth * p.memorySlices) / gpu.memorySlices, memoryGiB: p.memoryGiB, caveats };
 }
 
 /**
  * Effective capacity in A100-40GB compute-slice units (the A100 `7g.40gb` is 7): the geometric mean
- * `c_sm^(1-m) * c_bw^m` of SM capacity (SMs / 14) and bandwidth capacity (GB/s / (1555/7)), weighted
- * by the workload's memory-bound share `m`.
+ * `c_sm^(1-m) * c_bw^m` of SM capacity (SMs x per-SM speed / 14) and bandwidth capacity
+ * (GB/s / (1555/7)), weighted by the workload's memory-bound share `m`.
  */
 export function effectiveCapacity(shape: ResourceShape, memoryBoundShare: number): number {
-  const cSm = shape.sms / A100_SMS_PER_SLICE;
+  const cSm = (shape.sms * (shape.smSpeed ?? 1)) / A100_SMS_PER_SLICE;
   const cBw = shape.bandwidthGBps / BANDWIDTH_PER_SLICE;
   return cSm ** (1 - memoryBoundShare) * cBw ** memoryBoundShare;
 }

@@ -18,14 +18,28 @@ export interface Workload {
   /** The fitted speed curve (see model.ts). */
   readonly curve: SpeedCurve;
   /**
-   * Memory one job needs, in GiB: the smallest instance memory it is known to fit in (a bound
-   * from the calibration, not a measurement of its footprint). Null when unknown (assumed to fit).
+   * Memory one job needs, in GiB: estimated from first principles (src/perf/memory), a bound read
+   * off the calibration, or measured. Null when unknown: then it fits nowhere for sure (fitsOn()
+   * answers 'unknown'; the job goes only where its user allows).
    */
   readonly memoryGiB: number | null;
+  /** Measured iteration times of one job among N sharing a GPU (time-slicing, MPS): they replace the model's. */
+  readonly sharing?: readonly SharingPoint[];
+  /** Where `memoryGiB` comes from, for people. */
+  readonly memorySource?: string;
   /** Where its numbers come from, and how it was derived. */
   readonly source: string;
   /** The calibrated model (see fitReport()) whose curve this one is or is derived from: `miso/resnet`. */
   readonly calibratedFrom?: string;
+}
+
+/** A measured iteration time of one job among `jobs` sharing a whole GPU (`migpool bench` NxTIMESLICE, NxMPS). */
+export interface SharingPoint {
+  /** GPU model name as the catalogue has it (`A100-40GB`). */
+  readonly gpu: string;
+  readonly kind: 'timeslice' | 'mps';
+  readonly jobs: number;
+  readonly iterationMs: number;
 }
 
 /**
@@ -60,7 +74,14 @@ export type Resource =
 
 /** The model's answer for one job on one resource (for `timeslice`/`mps`: each one of its N jobs). */
 export interface Prediction {
+  /**
+   * False only when the job is known not to fit; true also when its memory is unknown (then
+   * `memoryFit` is 'unknown' and a caveat says so). Callers that must not place a job of unknown
+   * memory read `memoryFit`.
+   */
   readonly fits: boolean;
+  /** fitsOn(): true, false, or 'unknown' (the job's or the resource's memory is not known). */
+  readonly memoryFit: true | false | 'unknown';
   /** Null when it does not fit. */
   readonly iterationMs: number | null;
   readonly samplesPerSecond: number | null;

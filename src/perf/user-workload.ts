@@ -5,7 +5,7 @@ import { resolveGpuModel } from '../mig/catalog/index.js';
 import { DEFAULT_MEMORY_BOUND_SHARE } from './calibrated.js';
 import { fitCurve, type CurvePoint } from './fit.js';
 import { effectiveCapacity, resourceShape } from './resources.js';
-import type { Resource, SpeedCurve, Workload } from './types.js';
+import type { Resource, SharingPoint, SpeedCurve, Workload } from './types.js';
 
 /** A measured iteration time: on a resource, or on a resource of known effective capacity. */
 export type MeasuredPoint = {
@@ -17,6 +17,8 @@ export type MeasuredPoint = {
 /** Options of a user workload. */
 export interface UserWorkloadOptions {
   readonly memoryGiB?: number | null;
+  /** Measured NxTIMESLICE / NxMPS iteration times (they replace the model's). */
+  readonly sharing?: readonly SharingPoint[];
   readonly memoryBoundShare?: number;
   readonly description?: string;
 }
@@ -45,6 +47,7 @@ export function workloadFromPoints(name: string, batchSize: number, datasetSize:
     datasetSize,
     curve: fitCurve(curvePoints, m),
     memoryGiB: options.memoryGiB ?? null,
+    ...(options.sharing && options.sharing.length > 0 ? { sharing: options.sharing } : {}),
     source: `fitted to ${points.length} measured point(s)`,
   };
 }
@@ -70,6 +73,9 @@ const SCHEMA = z
       .array(z.object({ gpu: z.string().min(1), profile: z.string().min(1), iterationMs: positive, batchSize: z.number().int().positive().optional() }).strict())
       .optional(),
     curve: z.object({ latencyMs: z.number().min(0), peakSamplesPerMs: positive, sharpness: positive }).strict().optional(),
+    sharing: z
+      .array(z.object({ gpu: z.string().min(1), kind: z.enum(['timeslice', 'mps']), jobs: z.number().int().positive(), iterationMs: positive }).strict())
+      .optional(),
   })
   .strict();
 
@@ -80,13 +86,16 @@ const SCHEMA = z
  * description: ...           # optional
  * batchSize: 128             # samples per iteration, required
  * datasetSize: 50000         # samples per epoch, required
- * memoryGiB: 4.75            # memory one job needs; null or absent: unknown (assumed to fit)
+ * memoryGiB: 4.75            # memory one job needs; null or absent: unknown (fit 'unknown')
  * memoryBoundShare: 0.5      # optional, 0..1
  * points:                    # measured iteration times; the curve is fitted to them
  *   - { gpu: A100-SXM4-40GB, profile: 1g.5gb, iterationMs: 64.8 }
  *   - { gpu: A100-SXM4-40GB, profile: full, iterationMs: 28.1, batchSize: 128 }
  * curve:                     # the fitted curve, for people; used only when there are no points
  *   { latencyMs: 27.5, peakSamplesPerMs: 23.9, sharpness: 1.5 }
+ * sharing:                   # optional: one job's iteration time among N sharing a whole GPU;
+ *   - { gpu: A100-SXM4-40GB, kind: mps, jobs: 4, iterationMs: 70.2 }   # replaces the model's NxMPS
+ *   - { gpu: A100-SXM4-40GB, kind: timeslice, jobs: 2, iterationMs: 61 }
  * ```
  * Errors name `file:line` and the field.
  */
@@ -118,6 +127,14 @@ export function parseWorkloadYaml(text: string, file: string): Workload {
   }
   const w = parsed.data;
   const m = w.memoryBoundShare ?? DEFAULT_MEMORY_BOUND_SHARE;
+  const sharing: SharingPoint[] = (w.sharing ?? []).map((p, i) => {
+    try {
+      return { gpu: resolveGpuModel(p.gpu).name, kind: p.kind, jobs: p.jobs, iterationMs: p.iterationMs };
+    } catch (e) {
+      throw badInput(`${file}:${lineOf(['sharing', i]) ?? 1}: sharing.${i}.gpu: ${(e as Error).message}`);
+    }
+  });
+  const withSharing = (wl: Workload): Workload => (sharing.length > 0 ? { ...wl, sharing } : wl);
   const options = { memoryGiB: w.memoryGiB ?? null, memoryBoundShare: m, ...(w.description !== undefined ? { description: w.description } : {}) };
   if (w.points && w.points.length > 0) {
     const points: MeasuredPoint[] = w.points.map((p, i) => {
@@ -136,11 +153,11 @@ export function parseWorkloadYaml(text: string, file: string): Workload {
       }
       return { resource, iterationMs: p.iterationMs, ...(p.batchSize !== undefined ? { batchSize: p.batchSize } : {}) };
     });
-    return { ...workloadFromPoints(w.name, w.batchSize, w.datasetSize, points, options), source: `${file}: fitted to ${points.length} measured point(s)` };
+    return withSharing({ ...workloadFromPoints(w.name, w.batchSize, w.datasetSize, points, options), source: `${file}: fitted to ${points.length} measured point(s)` });
   }
   if (!w.curve) throw badInput(`${file}:1: give 'points' (measured iteration times) or a 'curve'`);
   const curve: SpeedCurve = { ...w.curve, memoryBoundShare: m };
-  return {
+  return withSharing({
     name: w.name,
     aliases: [],
     description: options.description ?? `${w.name}, batch ${w.batchSize} (user workload)`,
@@ -149,7 +166,7 @@ export function parseWorkloadYaml(text: string, file: string): Workload {
     curve,
     memoryGiB: options.memoryGiB,
     source: `${file}: curve as written`,
-  };
+  });
 }
 
 const round = (x: number, digits = 4): number => Number(x.toPrecision(digits));
@@ -165,6 +182,7 @@ export function workloadToYaml(workload: Workload, points: readonly YamlPoint[])
     memoryBoundShare: workload.curve.memoryBoundShare,
     points: points.map((p) => ({ gpu: p.gpu, profile: p.profile, iterationMs: round(p.iterationMs, 6), ...(p.batchSize !== undefined ? { batchSize: p.batchSize } : {}) })),
     curve: { latencyMs: round(workload.curve.latencyMs), peakSamplesPerMs: round(workload.curve.peakSamplesPerMs), sharpness: workload.curve.sharpness },
+    ...(workload.sharing && workload.sharing.length > 0 ? { sharing: workload.sharing.map((p) => ({ ...p, iterationMs: round(p.iterationMs, 6) })) } : {}),
   };
   return `# migpool workload: measured points and the speed curve fitted to them (migpool bench --out)\n${stringify(body)}`;
 }

@@ -4,6 +4,7 @@ import { MISO_ROWS } from './calibration/miso-data.js';
 import { DEEPPOOL_FILES } from './calibration/deeppool-files.js';
 import { scaleTime, scaleWork } from './curve.js';
 import { misoMemoryGiB } from './memory.js';
+import { estimateTrainingMemory, type MemoryQuery } from './memory/estimate.js';
 import type { Workload } from './types.js';
 
 /** Training-set sizes, samples per epoch. */
@@ -35,6 +36,23 @@ function misoDataset(model: string): { size: number; note: string } {
   return MISO_DATASET[model] ?? { size: DATASET_SIZES.unknown, note: `data set not documented: default ${DATASET_SIZES.unknown} samples` };
 }
 
+/** Memory of a study or DeepPool workload from the estimator, GiB (rounded up to 0.01), and how it was reckoned. */
+function estimated(q: MemoryQuery, what: string): { memoryGiB: number; memorySource: string } {
+  const e = estimateTrainingMemory(q);
+  return {
+    memoryGiB: Math.ceil(e.totalGiB * 100) / 100,
+    memorySource: `estimated (src/perf/memory): ${what}, batch ${e.batch}, ${e.precision}, ${e.optimizer}: ${e.totalGiB.toFixed(2)} GiB`,
+  };
+}
+
+/** DeepPool's networks as the estimator names them (its ViT is a 6-block custom model the estimator does not know). */
+const DEEPPOOL_MEMORY: Readonly<Record<string, { model: string; size: number } | undefined>> = {
+  vgg16: { model: 'vgg16', size: 224 },
+  'wrn101-2': { model: 'wide_resnet101_2', size: 224 },
+  'inception-v3': { model: 'inception_v3', size: 299 },
+  resnet34: { model: 'resnet34', size: 224 },
+};
+
 const MISO_SOURCE = 'MISO per-slice iteration times on an A100-40GB (data/calibration/a100-40gb-iter-time-median.csv)';
 const DEEPPOOL_SOURCE = 'DeepPool per-layer A100 profile (data/calibration/';
 
@@ -51,6 +69,7 @@ function misoWorkloads(): Workload[] {
       datasetSize: data.size,
       curve: cal.curve,
       memoryGiB: misoMemoryGiB(model, batch),
+      memorySource: "bound from MISO's runs (TensorFlow/Keras): the smallest A100-40GB instance it ran on at this batch",
       source: `${MISO_SOURCE}; curve fitted over all batches and profiles of '${model}'; memory: smallest instance it ran on; epoch: ${data.note}`,
       calibratedFrom: cal.id,
     }));
@@ -60,19 +79,26 @@ function misoWorkloads(): Workload[] {
 function deepPoolWorkloads(): Workload[] {
   return DEEPPOOL_FILES.flatMap(({ model, file }) => {
     const cal = calibratedModel(`deeppool/${model}`);
-    return [128, 32].map((batch) => ({
-      name: `deeppool-${model}-b${batch}`,
-      aliases: [],
-      description: `${cal.description}, batch ${batch}`,
-      batchSize: batch,
-      datasetSize: DATASET_SIZES.imagenet,
-      curve: cal.curve,
-      memoryGiB: null,
-      source:
-        `${DEEPPOOL_SOURCE}${file}); curve fitted to the sum of per-layer times at each profiled batch on a whole A100 (MIG off). ` +
-        `Memory not measured (assumed to fit). Epoch: ImageNet-1k training set (ImageNet-shaped input).`,
-      calibratedFrom: cal.id,
-    }));
+    const net = DEEPPOOL_MEMORY[model];
+    return [128, 32].map((batch) => {
+      // DeepPool profiled under autocast; SGD with momentum is torchvision's reference recipe for these networks.
+      const memory = net
+        ? estimated({ model: net.model, batch, inputSize: net.size, optimizer: 'sgd', precision: 'amp' }, `torchvision ${net.model} at ${net.size}x${net.size}`)
+        : { memoryGiB: null as number | null, memorySource: "unknown: a custom ViT the estimator does not model (fits 'unknown': placed only where the user allows)" };
+      return {
+        name: `deeppool-${model}-b${batch}`,
+        aliases: [],
+        description: `${cal.description}, batch ${batch}`,
+        batchSize: batch,
+        datasetSize: DATASET_SIZES.imagenet,
+        curve: cal.curve,
+        ...memory,
+        source:
+          `${DEEPPOOL_SOURCE}${file}); curve fitted to the sum of per-layer times at each profiled batch on a whole A100 (MIG off). ` +
+          `Memory: ${memory.memorySource}. Epoch: ImageNet-1k training set (ImageNet-shaped input).`,
+        calibratedFrom: cal.id,
+      };
+    });
   });
 }
 
@@ -89,6 +115,15 @@ function studyWorkloads(): Workload[] {
   const mediumFactor = (64 / 32) ** 2;
   // ResNet-152 and Wide-ResNet-101-2 forward FLOPs at 224x224: 11.5 and 22.8 GFLOPs (He et al. 2016; torchvision).
   const largeFactor = 11.5 / 22.8;
+  // Memory: fp32 with SGD and momentum (torchvision's reference recipe) for the CNNs. A CIFAR-style
+  // ResNet (3x3 stride-1 stem, no max pool) on SxS images has the feature maps of torchvision's
+  // ImageNet-style ResNet (stride-4 stem) on 4Sx4S from the first stage on; the latter's larger stem
+  // makes the estimate an upper bound.
+  const smallMem = estimated({ model: 'resnet26', batch: 128, inputSize: 128, optimizer: 'sgd', precision: 'fp32' }, 'ResNet-26 at 32x32 with a CIFAR stem (as torchvision resnet26 at 128x128)');
+  const mediumMem = estimated({ model: 'resnet50', batch: 128, inputSize: 256, optimizer: 'sgd', precision: 'fp32' }, 'ResNet-50 at 64x64 with a CIFAR stem (as torchvision resnet50 at 256x256)');
+  const largeMem = estimated({ model: 'resnet152', batch: 128, inputSize: 224, optimizer: 'sgd', precision: 'fp32' }, 'torchvision resnet152 at 224x224');
+  // Hugging Face's run_qa.py fine-tunes in fp32 with AdamW at 384 tokens unless told otherwise.
+  const bertMem = estimated({ model: 'bert-base', batch: 8, inputSize: 384, optimizer: 'adamw', precision: 'fp32' }, 'BERT-base, SQuAD span head, 384 tokens, eager attention');
   return [
     {
       name: 'resnet26-cifar10',
@@ -97,11 +132,11 @@ function studyWorkloads(): Workload[] {
       batchSize: 128,
       datasetSize: DATASET_SIZES.cifar10,
       curve: scaleTime(resnet.curve, 0.5),
-      memoryGiB: misoMemoryGiB('resnet', 128),
+      ...smallMem,
       source:
         'PROXY: MISO ResNet-50/CIFAR-10 curve at half the time: ResNet-26 has half the bottleneck blocks of ResNet-50, so half the kernels ' +
         '(latency) and half the work per sample; its packing gains are those measured for ResNet-50/CIFAR-10 at batch 128. ' +
-        'Memory bound: ResNet-50/CIFAR-10 at batch 128 (ran on 1g.5gb).',
+        `Memory: ${smallMem.memorySource}.`,
       calibratedFrom: resnet.id,
     },
     {
@@ -111,11 +146,10 @@ function studyWorkloads(): Workload[] {
       batchSize: 128,
       datasetSize: DATASET_SIZES.imagenet64,
       curve: scaleWork(resnet.curve, mediumFactor),
-      memoryGiB: misoMemoryGiB('resnet', 512),
+      ...mediumMem,
       source:
         `PROXY: MISO ResNet-50/CIFAR-10 curve at equivalent batch 128 x (64/32)^2 = ${128 * mediumFactor} (measured: batch 512): the same network ` +
-        'on 64x64 images does 4x the conv work per sample (work grows with batch x H x W). Memory bound: ResNet-50 at 32x32 and batch 512 ' +
-        '(as many pixels as 128 images of 64x64; it ran on 1g.5gb).',
+        `on 64x64 images does 4x the conv work per sample (work grows with batch x H x W). Memory: ${mediumMem.memorySource}.`,
       calibratedFrom: resnet.id,
     },
     {
@@ -125,10 +159,10 @@ function studyWorkloads(): Workload[] {
       batchSize: 128,
       datasetSize: DATASET_SIZES.imagenet,
       curve: scaleWork(wrn.curve, largeFactor),
-      memoryGiB: null,
+      ...largeMem,
       source:
         `PROXY: DeepPool Wide-ResNet-101-2 (224x224) curve at equivalent batch 128 x 11.5/22.8 = ${(128 * largeFactor).toFixed(1)} ` +
-        '(ResNet-152/WRN-101-2 FLOPs), extrapolated beyond the profiled batches 1..32. Memory unknown (assumed to fit; likely too large for the smallest instances).',
+        `(ResNet-152/WRN-101-2 FLOPs), extrapolated beyond the profiled batches 1..32. Memory: ${largeMem.memorySource}.`,
       calibratedFrom: wrn.id,
     },
     {
@@ -138,10 +172,11 @@ function studyWorkloads(): Workload[] {
       batchSize: 8,
       datasetSize: DATASET_SIZES.squad11,
       curve: bert.curve,
-      memoryGiB: misoMemoryGiB('bert', 8),
+      ...bertMem,
       source:
         "PROXY: MISO's BERT (Keras/HF bert-base-cased, sequence classification on IMDB padded to 512 tokens, Adam) at batch 8 unchanged; " +
-        'SQuAD fine-tuning at 384 tokens does about 25% less work per sample, so this errs slow. Memory bound: MISO BERT at batch 8 (smallest instance 3g.20gb).',
+        'SQuAD fine-tuning at 384 tokens does about 25% less work per sample, so this errs slow. ' +
+        `Memory: ${bertMem.memorySource} (MISO's TensorFlow runs needed 3g.20gb: 3-4x what PyTorch keeps).`,
       calibratedFrom: bert.id,
     },
   ];

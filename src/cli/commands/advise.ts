@@ -13,6 +13,7 @@
  */
 import { loadHighs } from '../../exec/highs.js';
 import { readFileSync } from 'node:fs';
+import { dirname, isAbsolute, join } from 'node:path';
 import type { Command } from 'commander';
 import { badInput } from '../../errors.js';
 import { resolveGpuModel } from '../../mig/catalog/index.js';
@@ -21,7 +22,8 @@ import { buildProblem, optimizePacking, type PackingResult, type PackingWorkload
 import { exportMigPartedConfig, exportMigPartedYaml, type ExportGpu } from '../../partition/export.js';
 import { predict } from '../../perf/model.js';
 import type { Workload } from '../../perf/types.js';
-import { resolveWorkload } from '../../perf/workloads.js';
+import { isWorkloadFile } from '../../perf/workload-ref.js';
+import { loadWorkload } from '../workload-file.js';
 import { writeJson, type Io } from '../io.js';
 import { renderTable } from '../table.js';
 
@@ -54,10 +56,11 @@ function weightOf(text: string | undefined, where: string): number {
   return w;
 }
 
-function workloadAt(name: string | undefined, where: string): Workload {
-  if (!name || name.trim() === '') throw badInput(`${where}: the workload is empty; name one such as small, medium or large`);
+/** The workload a job line names; a relative YAML path is read from the jobs file's directory. */
+function workloadAt(name: string | undefined, where: string, file: string): Workload {
+  if (!name || name.trim() === '') throw badInput(`${where}: the workload is empty; name one such as small, medium or large, or a workload YAML file`);
   try {
-    return resolveWorkload(name.trim());
+    return loadWorkload(isWorkloadFile(name) && !isAbsolute(name.trim()) ? join(dirname(file), name.trim()) : name.trim());
   } catch (e) {
     throw badInput(`${where}: ${e instanceof Error ? e.message : String(e)}`);
   }
@@ -84,7 +87,7 @@ export function parseJobsCsv(text: string, file: string): AdviseJob[] {
       if (g >= 0 && (cells[g] ?? '').trim() !== '' && wholeNumber(cells[g] ?? '', where, 'gpus') !== 1) {
         throw badInput(`${where}: the job asks for ${cells[g]} GPUs; advise packs single-GPU jobs only`);
       }
-      const workload = workloadAt(cells[w], where);
+      const workload = workloadAt(cells[w], where, file);
       push({ workload, weight: weightOf(wt >= 0 ? cells[wt] : undefined, where), name: workload.name, line }, where);
     }
     return jobs;
@@ -94,7 +97,7 @@ export function parseJobsCsv(text: string, file: string): AdviseJob[] {
     const where = `${file}:${line}`;
     const cells = raw.split(',');
     if (cells.length > 3) throw badInput(`${where}: ${cells.length} fields; write workload[,count][,weight]`);
-    const workload = workloadAt(cells[0], where);
+    const workload = workloadAt(cells[0], where, file);
     const count = cells[1] === undefined || cells[1].trim() === '' ? 1 : wholeNumber(cells[1], where, 'count');
     const weight = weightOf(cells[2], where);
     for (let k = 0; k < count; k++) push({ workload, weight, name: workload.name, line }, where);

@@ -14,10 +14,11 @@ import { STATE_ENV } from '../../gpu/fake-nvidia-smi/main.js';
 import { SimulatedGpuPort } from '../../gpu/simulated/driver.js';
 import { resolveGpuModel } from '../../mig/catalog/index.js';
 import type { GpuModel } from '../../mig/types.js';
-import { resolveWorkload } from '../../perf/workloads.js';
 import { workloadFromPoints, workloadToYaml, type MeasuredPoint, type YamlPoint } from '../../perf/user-workload.js';
+import type { SharingPoint } from '../../perf/types.js';
 import { openGpuPort, simulatorStatePath, stateDirOf } from '../device.js';
 import { writeJson, writeUserFile, type Io } from '../io.js';
+import { loadWorkload } from '../workload-file.js';
 import { renderTable } from '../table.js';
 
 interface BenchOptions {
@@ -49,7 +50,7 @@ function fmt(v: number | null, digits: number): string {
 }
 
 function renderResults(gpu: string, workload: string, mode: string, results: readonly ConfigResult[]): string {
-  const rows = results.map((r) => [r.name, String(r.jobs), r.fits ? 'yes' : 'no', fmt(r.epochSeconds, 1), fmt(r.samplesPerSecond, 0), r.speedup === null ? '-' : `${r.speedup.toFixed(2)}x`]);
+  const rows = results.map((r) => [r.name, String(r.jobs), r.fits === 'unknown' ? '?' : r.fits ? 'yes' : 'no', fmt(r.epochSeconds, 1), fmt(r.samplesPerSecond, 0), r.speedup === null ? '-' : `${r.speedup.toFixed(2)}x`]);
   return `${workload} on ${gpu} (${mode})\n${renderTable(['CONFIG', 'JOBS', 'FITS', 'EPOCH s/JOB', 'SAMPLES/s', 'SPEEDUP'], rows)}`;
 }
 
@@ -59,7 +60,7 @@ export function registerBench(program: Command, io: Io): void {
     .command('bench')
     .description('how fast a training job runs on each MIG slice, alone and packed: predicted (--simulate) or measured')
     .option('--gpu <model>', 'GPU model (required with --simulate; checked against the device otherwise)')
-    .option('--workload <name>', 'built-in or fitted workload: small, medium, large, bert-base-squad, ... (see the perf model)')
+    .option('--workload <name|file.yaml>', "built-in workload (small, medium, large, bert-base-squad, ...; see 'migpool workloads') or a YAML file written by --out")
     .option('--command <cmd>', 'program to benchmark, one copy per instance, speaking the progress protocol (examples/train_mig.py)')
     .option('--configs <list>', 'comma-separated: 1xfull, NxPROFILE (7x1g.5gb), NxTIMESLICE, NxMPS, NxSERIAL (default: 1xfull, each profile, each packing)')
     .option('--simulate', 'answer from the performance model, run nothing')
@@ -97,10 +98,10 @@ function finish(opts: BenchOptions, io: Io, gpu: string, workload: string, mode:
 
 function benchSimulated(opts: BenchOptions, io: Io): void {
   if (!opts.gpu) throw badInput('--simulate needs --gpu MODEL, e.g. --gpu A100-SXM4-40GB');
-  if (!opts.workload) throw badInput(`--simulate needs --workload NAME, e.g. --workload small (--command runs a real program; drop --simulate for that)`);
+  if (!opts.workload) throw badInput(`--simulate needs --workload NAME or --workload FILE.yaml, e.g. --workload small (--command runs a real program; drop --simulate for that)`);
   if (opts.out) throw badInput('--out writes measured points; it needs a real run, not --simulate');
   const model = resolveGpuModel(opts.gpu);
-  const workload = resolveWorkload(opts.workload);
+  const workload = loadWorkload(opts.workload);
   const configs = opts.configs ? parseBenchConfigs(opts.configs, model) : defaultConfigs(model);
   const { results, caveats } = predictConfigs(workload, model, configs);
   finish(opts, io, model.name, workload.name, 'predicted by the performance model', results, { caveats, source: workload.source });
@@ -177,6 +178,7 @@ async function benchReal(opts: BenchOptions, io: Io): Promise<void> {
     const batch = opts.batchSize ? positive(opts.batchSize, '--batch-size') : 128;
     const points: MeasuredPoint[] = [];
     const yamlPoints: YamlPoint[] = [];
+    const sharing: SharingPoint[] = [];
     for (const m of measured) {
       const config = configs.find((c) => c.name === m.name);
       const perJob = m.perJob.reduce((a, b) => a + b, 0) / m.perJob.length;
@@ -187,9 +189,14 @@ async function benchReal(opts: BenchOptions, io: Io): Promise<void> {
       } else if (config?.kind === 'mig') {
         points.push({ resource: { kind: 'mig', gpu: model, profile: config.profile.name }, iterationMs });
         yamlPoints.push({ gpu: model.name, profile: config.profile.name, iterationMs });
+      } else if (config?.kind === 'timeslice' || config?.kind === 'mps') {
+        sharing.push({ gpu: model.name, kind: config.kind, jobs: config.jobs, iterationMs });
       }
     }
-    const fitted = workloadFromPoints(opts.workload ?? 'my-workload', batch, datasetSize, points);
+    // Memory: the largest any job used in any config, as the driver reported it (null: none seen).
+    const peaks = measured.map((m) => m.peakMemoryMiB).filter((v): v is number => v !== null);
+    const memoryGiB = peaks.length > 0 ? Math.ceil((Math.max(...peaks) / 1024) * 100) / 100 : null;
+    const fitted = workloadFromPoints(opts.workload ?? 'my-workload', batch, datasetSize, points, { sharing, memoryGiB });
     writeUserFile(opts.out, workloadToYaml(fitted, yamlPoints), '--out');
   }
   finish(opts, io, model.name, name, simulated ? 'measured on simulated GPUs' : 'measured', results, { warmupSeconds: warmup, measureSeconds: duration });

@@ -7,8 +7,11 @@ import { badInput } from '../../errors.js';
 import { splitCommandLine } from '../../exec/argv.js';
 import { resolveGpuModel } from '../../mig/catalog/index.js';
 import { predict } from '../../perf/model.js';
+import type { Workload } from '../../perf/types.js';
+import { isWorkloadFile } from '../../perf/workload-ref.js';
 import { resolveWorkload } from '../../perf/workloads.js';
 import { policyHelp, POLICY_NAMES } from '../../sched/registry.js';
+import { loadWorkload } from '../workload-file.js';
 import type { JobRecord } from '../../store/types.js';
 import { defaultDataDir } from '../../server/files.js';
 import { writeJson, type Io } from '../io.js';
@@ -26,6 +29,24 @@ interface ServeFlags {
   slurmCpusPerSlice: string;
   slurmMemPerSlice: string;
   sbatchArgs?: string;
+  workload: string[];
+}
+
+/** `--workload FILE.yaml`, repeatable: collects the files in order. */
+function collect(value: string, previous: string[]): string[] {
+  return [...previous, value];
+}
+
+/** The user workloads `--workload` names: each a YAML file written by `migpool bench --out`. */
+export function serveWorkloads(files: readonly string[]): Workload[] {
+  const out: Workload[] = [];
+  for (const f of files) {
+    if (!isWorkloadFile(f)) throw badInput(`--workload '${f}': give a workload YAML file (written by 'migpool bench --out'); built-in workloads need no flag`);
+    const w = loadWorkload(f);
+    if (out.some((o) => o.name === w.name)) throw badInput(`--workload '${f}': a workload named '${w.name}' is already given; give each workload one name`);
+    out.push(w);
+  }
+  return out;
 }
 
 /** Resolves when the process is asked to stop (SIGINT, SIGTERM). */
@@ -64,6 +85,7 @@ export function registerServe(program: Command, io: Io): void {
     .option('--slurm-mem-per-slice <MiB>', 'slurm executor: --mem in MiB per compute slice (0: no --mem); a job may set MIGPOOL_SLURM_MEM', '8192')
     .option('--sbatch-args <words>', "slurm executor: more sbatch arguments, e.g. '--partition gpu --account ml' (split as a shell would, never run by one)")
     .addHelpText('after', `\n${policyHelp()}`)
+    .option('--workload <file.yaml>', "a workload measured with 'migpool bench --out', that jobs may name (repeatable)", collect, [])
     .action(async (f: ServeFlags) => {
       const dataDir = f.dataDir ?? defaultDataDir();
       if (f.executor !== 'local' && f.executor !== 'slurm') throw badInput(`--executor '${f.executor}': use local or slurm`);
@@ -74,7 +96,8 @@ export function registerServe(program: Command, io: Io): void {
       const memPerSliceMiB = Number(f.slurmMemPerSlice);
       if (!(Number.isInteger(memPerSliceMiB) && memPerSliceMiB >= 0)) throw badInput(`--slurm-mem-per-slice '${f.slurmMemPerSlice}': give whole MiB, 0 for no --mem`);
       const slurm = { pollMs, gresType: f.slurmGresType, cpusPerSlice, memPerSliceMiB, sbatchArgs: f.sbatchArgs === undefined ? [] : splitCommandLine(f.sbatchArgs, '--sbatch-args') };
-      const pool = await startPool({ dataDir, listen: f.listen, policy: f.policy, simulate: f.simulate, database: f.database, executor: f.executor, slurm, log: (l) => io.err(`migpool serve: ${l}`) });
+      const workloads = serveWorkloads(f.workload);
+      const pool = await startPool({ dataDir, listen: f.listen, policy: f.policy, simulate: f.simulate, database: f.database, executor: f.executor, slurm, workloads, log: (l) => io.err(`migpool serve: ${l}`) });
       io.err(`migpool serve: ${await describe(pool)}; policy ${f.policy}; ${f.executor === 'slurm' ? 'jobs go to Slurm (sbatch)' : 'jobs run here'}; state in ${f.database ? 'PostgreSQL' : join(dataDir, 'migpool.db')}`);
       io.err(`migpool serve: API and dashboard at ${pool.url}/ (token in ${join(dataDir, 'token')}); Ctrl-C stops the service, jobs keep running`);
       const sig = await untilSignal();

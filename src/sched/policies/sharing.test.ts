@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { predict, TIMESLICE_OVERHEAD } from '../../perf/model.js';
+import { predict } from '../../perf/model.js';
 import { resolveWorkload } from '../../perf/workloads.js';
 import { simulate } from '../../sim/engine.js';
 import { parseFleet } from '../../sim/fleet.js';
@@ -19,10 +19,15 @@ const job = (id: string, arrival: number, work: number, more: Partial<TraceJob> 
   ...more,
 });
 const a100 = parseFleet('1xA100-40GB').gpus[0];
+/** The model's speed of one of N time-sliced jobs relative to the job alone on the whole GPU. */
+const timesliceSpeed = (jobs: number): number => {
+  const gpu = parseFleet('1xA100-40GB').gpus[0]!;
+  return (predict(small, { kind: 'timeslice', gpu, jobs }).samplesPerSecond ?? 0) / (predict(small, { kind: 'full', gpu }).samplesPerSecond ?? 1);
+};
 
 describe('timeslice:N and mps:N', () => {
-  it('timeslice:2 shares one GPU between two jobs, each at (1 - overhead) / 2', () => {
-    const s = (1 - TIMESLICE_OVERHEAD) / 2;
+  it('timeslice:2 shares one GPU between two jobs, each at the speed the model gives one of two time-sliced jobs', () => {
+    const s = timesliceSpeed(2);
     const r = simulate({ fleet: parseFleet('1xA100-40GB'), jobs: [job('a', 0, 100), job('b', 0, 50), job('c', 0, 10)], policy: sharingPolicy('timeslice', 2), seed: 1 });
     const bDone = 50 / s;
     // c joins a when b ends; a has done 50; together until c ends, then a alone at speed 1.
@@ -57,7 +62,7 @@ describe('timeslice:N and mps:N', () => {
       policy: sharingPolicy('timeslice', 2),
       seed: 1,
     });
-    const s = (1 - TIMESLICE_OVERHEAD) / 2;
+    const s = timesliceSpeed(2);
     // a alone 0..2 (2 done), shares with c from 2 until c ends at 2 + 1/s.
     const cEnd = 2 + 1 / s;
     const aEnd = cEnd + (10 - 2 - 1);
