@@ -16,7 +16,7 @@ import type { GpuSnapshot, LogChunk, PoolService, ServiceStats } from './service
 import { createRandom } from '../random.js';
 import type { EventRecord, JobFilter, JobPatch, JobPlacement, JobRecord, NewEvent, Store } from '../store/types.js';
 import { DEFAULT_KILL_GRACE_SECONDS, isExactProfile, parseJobSpec, profileOf, type JobSpecInput } from '../jobs/job-spec.js';
-import { checkDecision, queueLookup } from '../sched/check.js';
+import { checkDecision, frozenView, queueLookup } from '../sched/check.js';
 import { createPolicyContext, sharedGpuSpeed, SpeedTable } from '../sched/context.js';
 import { planLayout } from '../partition/plan.js';
 import { executePlans } from './apply.js';
@@ -368,7 +368,8 @@ export class PoolServiceImpl implements PoolService {
       }
     }
     for (let round = 0; round < 8; round++) {
-      const view = this.view();
+      // Recorded rounds keep the view the policy saw exactly (histories read once).
+      const view = this.o.onRound ? frozenView(this.view()) : this.view();
       let decisions: Decision[];
       try {
         decisions = this.o.policy.decide(view, this.ctx);
@@ -385,7 +386,7 @@ export class PoolServiceImpl implements PoolService {
       for (const d of decisions) {
         // The one decision check, against the cluster as it is now (earlier decisions applied):
         // a decision that fails it is a policy bug, logged and skipped; the service goes on.
-        const now = this.view();
+        const now = this.o.onRound ? frozenView(this.view()) : this.view();
         const problem = checkDecision(now, d, queueLookup(now));
         checks.push({ view: now, problem });
         if (problem !== null) {
@@ -447,7 +448,7 @@ export class PoolServiceImpl implements PoolService {
       const r = this.active.get(id);
       let current = 0;
       if (r && (r.state === 'running' || r.state === 'starting') && r.startedAt !== null && r.placement) {
-        current = (Math.max(0, this.o.now() - r.startedAt) / 1000) * (r.placement.kind === 'gpus' ? r.placement.gpus.length : 1);
+        current = Math.max(0, now - r.startedAt / 1000) * (r.placement.kind === 'gpus' ? r.placement.gpus.length : 1);
       }
       return past || current > 0 ? { attainedGpuSeconds: (past?.attained ?? 0) + current, preemptions: past?.preemptions ?? 0 } : NO_HISTORY;
     };

@@ -2,7 +2,7 @@ import { countingViolation } from '../mig/geometry.js';
 import type { GiProfile, GpuModel } from '../mig/types.js';
 import { fitsMemory, memoryOf, profileOf } from './context.js';
 import { isInstanceUsable, isSettled, requestedSlices } from './policies/common.js';
-import type { ClusterView, Decision, GpuView, JobSpec } from './types.js';
+import { NO_HISTORY, type ClusterView, type Decision, type GpuView, type JobHistory, type JobSpec } from './types.js';
 
 /**
  * The check of a decision against the cluster view, written once for both clocks: the simulator
@@ -148,4 +148,17 @@ export function checkDecision(view: ClusterView, d: Decision, lookup: CheckLooku
     default:
       return `unknown decision ${JSON.stringify(d)}`;
   }
+}
+
+/**
+ * A view that stays as it is: the job histories it reports are read now and kept (a live view's
+ * `history` reads the clock), so that a recorded view replays the same later.
+ */
+export function frozenView(view: ClusterView): ClusterView {
+  const live = view.history;
+  if (!live) return view;
+  const kept = new Map<string, JobHistory>();
+  for (const q of view.queue) kept.set(q.id, live(q.id));
+  for (const id of view.running.keys()) kept.set(id, live(id));
+  return { ...view, history: (id) => kept.get(id) ?? NO_HISTORY };
 }

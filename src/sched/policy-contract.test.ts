@@ -8,9 +8,13 @@
  *   noisy, overestimate, none, progress: it never sees the true work) and with preemption costed;
  * - is deterministic: the same trace and seed give the same decisions and the same result;
  * - honours requested profiles: a job that asked for a MIG profile never starts on an instance
- *   with fewer compute slices (a whole GPU is never smaller).
+ *   with fewer compute slices (a whole GPU is never smaller);
+ * - never preempts a job that may not be preempted (`preemptible: false`: the simulator's
+ *   decision check throws on it).
  */
-import { describe, expect, it } from 'vitest';
+import type { Highs } from 'highs';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { loadHighs } from '../exec/highs.js';
 import type { GiProfile } from '../mig/types.js';
 import { resolveWorkload } from '../perf/workloads.js';
 import { createRandom } from '../random.js';
@@ -52,6 +56,8 @@ function randomTrace(seed: number): TraceJob[] {
       work: Math.round(60 * 60 ** random()),
       memoryGiB: null,
       profile: gpus === 1 && random() < 1 / 3 ? pick(PROFILES) : null,
+      // A job that does not checkpoint (the service's default): a fifth of them.
+      ...(random() < 1 / 5 ? { preemptible: false } : {}),
     });
   }
   return jobs;
@@ -106,12 +112,18 @@ const PREEMPTION_COST_SECONDS = 60;
 
 function run(name: string, fleet: Fleet, jobs: readonly TraceJob[], seed: number, mode: InfoMode) {
   const log: Log = { decisions: [], belowFloor: [] };
-  const policy = watched(parsePolicy(name), fleet, log);
+  const policy = watched(parsePolicy(name, highs ? { highs } : {}), fleet, log);
   const result = simulate({ fleet, jobs, seed, policy, info: { mode, seed }, preemptionCostSeconds: PREEMPTION_COST_SECONDS, sampleEverySeconds: 600 });
   return { result, log };
 }
 
 const EXAMPLES = POLICIES.flatMap((e) => e.examples);
+
+/** HiGHS, for the policies that solve LPs on fleets of several GPU models (gavel), as the CLI passes it. */
+let highs: Highs | undefined;
+beforeAll(async () => {
+  highs = await loadHighs();
+});
 
 describe('policy contract', () => {
   it('covers every registered policy', () => {

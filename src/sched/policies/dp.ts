@@ -54,7 +54,7 @@ export function foregroundFirstPolicy(name: string, burst: boolean): Policy {
         }
         victims ??= preemptible(view);
         const fits = fitsOn(job);
-        const candidates = victims.filter((r) => !preempted.has(r.spec.id) && fits(gpuOf(view, r)));
+        const candidates = victims.filter((r) => r.spec.preemptible !== false && !preempted.has(r.spec.id) && fits(gpuOf(view, r)));
         const wantIdle = Math.min(idleLeft, job.gpus);
         const mine = wantIdle + candidates.length >= job.gpus ? (wantIdle > 0 ? idle.takeMany(wantIdle, fits) : []) : null;
         if (!mine) {

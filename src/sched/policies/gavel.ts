@@ -131,14 +131,20 @@ export function gavelPolicy(options: GavelOptions = {}): Policy {
       left[k] = (left[k] as number) + n;
     };
     for (const g of wholeGpusWith(view, 0)) add(typeOf.get(g.model.name) as number, 1);
-    for (const r of view.running.values()) if (r.placement.kind === 'gpus') add(typeOfGpus(r.placement.gpus), r.placement.gpus.length);
+    // A job that may not be preempted keeps its GPUs: they are not this round's to hand out.
+    const pinned = new Set<string>();
+    for (const r of view.running.values()) {
+      if (r.placement.kind !== 'gpus') continue;
+      if (r.spec.preemptible === false) pinned.add(r.spec.id);
+      else add(typeOfGpus(r.placement.gpus), r.placement.gpus.length);
+    }
 
     // Per type, jobs by priority: share over the fraction of the type's time received.
     const chosen = new Map<string, number>();
     for (let k = 0; k < models.length; k++) {
       const entries: { t: Tracked; priority: number; share: number }[] = [];
       for (const t of tracked.values()) {
-        if (chosen.has(t.spec.id) || !((t.speeds[k] as number) > 0)) continue;
+        if (chosen.has(t.spec.id) || pinned.has(t.spec.id) || !((t.speeds[k] as number) > 0)) continue;
         const share = t.share ? (t.share[k] as number) : 0;
         const fraction = (workerTime[k] as number) > 0 ? (t.time[k] as number) / (workerTime[k] as number) : 0;
         entries.push({ t, share, priority: share <= 0 ? 0 : fraction > 0 ? share / fraction : share * 1e9 });
@@ -156,7 +162,7 @@ export function gavelPolicy(options: GavelOptions = {}): Policy {
     const decisions: Decision[] = [];
     const freed: GpuView[] = [];
     for (const r of view.running.values()) {
-      if (r.placement.kind !== 'gpus') continue;
+      if (r.placement.kind !== 'gpus' || pinned.has(r.spec.id)) continue;
       const k = chosen.get(r.spec.id);
       if (k !== undefined && k === typeOfGpus(r.placement.gpus)) {
         chosen.delete(r.spec.id);
@@ -172,6 +178,18 @@ export function gavelPolicy(options: GavelOptions = {}): Policy {
       const t = tracked.get(id) as Tracked;
       const gs = (pickers[k] as Picker<GpuView>).takeMany(t.spec.gpus);
       if (gs) decisions.push({ kind: 'start-on-gpus', job: id, gpus: gs.map((g) => g.id), sharing: 'exclusive' });
+    }
+    // Gavel places a job on GPUs of one model. A job that no model alone can hold (more GPUs than
+    // any model has here) would never run: it runs across models when enough GPUs are left idle.
+    const perModel = models.map((m) => view.gpus.filter((g) => g.model.name === m.name).length);
+    const most = Math.max(0, ...perModel);
+    const used = new Set(decisions.flatMap((d) => (d.kind === 'start-on-gpus' ? d.gpus : [])));
+    const started = new Set(decisions.flatMap((d) => (d.kind === 'start-on-gpus' ? [d.job] : [])));
+    const spare = [...wholeGpusWith(view, 0), ...freed].filter((g) => !used.has(g.id));
+    for (const q of view.queue) {
+      if (q.gpus <= most || started.has(q.id) || q.gpus > spare.length) continue;
+      const gs = spare.splice(0, q.gpus);
+      decisions.push({ kind: 'start-on-gpus', job: q.id, gpus: gs.map((g) => g.id), sharing: 'exclusive' });
     }
     roundStart = view.now;
     roundEnd = view.now + round;

@@ -41,6 +41,8 @@ export function growth(g: GpuView, running: ReadonlyMap<string, RunningJobView>,
   if (idleSlices === 0) return null;
   const cost = ctx.reconfigureSeconds + restartSeconds;
 
+  // Growing moves jobs (checkpoint, re-cut, restart): only those that may be preempted.
+  if (jobs.some((j) => j.spec.preemptible === false)) return null;
   if (jobs.length === 1) {
     const j = jobs[0] as (typeof jobs)[number];
     if (!ctx.fits(j.spec, { kind: 'whole', model: g.model })) return null;

@@ -122,6 +122,8 @@ export function shareBusyGpus(plan: Plan, waiting: readonly JobSpec[], waitUntil
     // More wait than are looked at here: some still wait after this call, and growth with them.
     const split = bestSplit(plan, job, wait, horizon, RESTART_SECONDS, candidates, waiting.length > jobs.length);
     if (!split) continue;
+    // Sharing moves the GPU's jobs: never a job that may not be preempted.
+    if (split.moved.some((id) => plan.view.running.get(id)?.spec.preemptible === false)) continue;
     for (const id of split.moved) plan.decisions.push({ kind: 'preempt', job: id });
     const assignment = new Map([...split.assignment].filter(([id]) => id === job.id || split.moved.includes(id)));
     plan.applyLayout(split.gpu, split.layout, assignment);

@@ -218,7 +218,7 @@ export function migpoolPolicy(): Policy {
   function preemptForForeground(plan: Plan, singles: readonly JobSpec[]): void {
     const waitingForeground = singles.filter((q) => q.priority === 'foreground' && !plan.placed.has(q.id) && !promised.has(q.id));
     if (waitingForeground.length === 0) return;
-    const victims = [...plan.view.running.values()].filter((v) => v.spec.priority === 'background' && v.spec.gpus === 1);
+    const victims = [...plan.view.running.values()].filter((v) => v.spec.priority === 'background' && v.spec.gpus === 1 && v.spec.preemptible !== false);
     for (const fg of waitingForeground) {
       if (victims.length === 0) break;
       const at = victims.findIndex((v) => {

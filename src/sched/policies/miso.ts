@@ -41,6 +41,8 @@ export function misoPolicy(): Policy {
     const packed = bestLayoutFor(g.model, jobs, ctx, true, floor);
     if (!packed) return false;
     const same = hasLayout(g, packed.layout) && g.instances.every((i) => !i.job || packed.assignment.get(i.job) === i.start);
+    // Re-cutting moves the GPU's jobs: not when one of them may not be preempted.
+    if (!same && g.instances.some((i) => i.job !== null && view.running.get(i.job)?.spec.preemptible === false)) return false;
     for (const i of g.instances) if (i.job && !same) decisions.push({ kind: 'preempt', job: i.job });
     if (!same) decisions.push({ kind: 'repartition', gpu: g.id, layout: packed.layout });
     const readyNow = same && (g.busyUntil === null || g.busyUntil <= view.now);

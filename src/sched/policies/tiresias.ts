@@ -139,16 +139,21 @@ export function tiresiasPolicy(thresholds: readonly number[] = TIRESIAS_THRESHOL
       // One pass in priority order over the GPUs idle now plus those its running jobs hold.
       const idle = wholeGpusWith(view, 0);
       let free = idle.size;
-      for (const r of view.running.values()) if (r.placement.kind === 'gpus') free += r.placement.gpus.length;
       const preempts: Decision[] = [];
       const freed: number[] = [];
       const starts: JobSpec[] = [];
       const runsAfter = new Set<string>();
+      for (const [id, r] of view.running) {
+        if (r.placement.kind !== 'gpus') continue;
+        // A job that may not be preempted keeps its GPUs whatever its queue says.
+        if (r.spec.preemptible === false) runsAfter.add(id);
+        else free += r.placement.gpus.length;
+      }
       for (const q of queues) {
         for (const id of q) {
           const r = view.running.get(id);
           if (r) {
-            if (r.placement.kind !== 'gpus') {
+            if (r.placement.kind !== 'gpus' || r.spec.preemptible === false) {
               runsAfter.add(id);
               continue;
             }
