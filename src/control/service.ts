@@ -102,6 +102,8 @@ export class PoolServiceImpl implements PoolService {
   private readonly speeds = new SpeedTable();
   /** GPU-seconds of each open job's finished attempts, and its preemptions (this service's life). */
   private readonly pastRuns = new Map<string, { attained: number; preemptions: number }>();
+  /** Problems of skipped decisions already logged. */
+  private readonly skipped = new Set<string>();
   /** Jobs not yet final, by id: the store's truth mirrored in memory (written after the store). */
   private readonly active = new Map<string, JobRecord>();
   private readonly specs = new Map<string, JobSpec>();
@@ -390,7 +392,12 @@ export class PoolServiceImpl implements PoolService {
         const problem = checkDecision(now, d, queueLookup(now));
         checks.push({ view: now, problem });
         if (problem !== null) {
-          this.o.log?.(`policy ${this.o.policy.name}: skipped an invalid decision: ${problem}`);
+          // Once per distinct problem: a policy that repeats a decision every pass does not flood the log.
+          if (!this.skipped.has(problem)) {
+            if (this.skipped.size >= RECENT) this.skipped.clear();
+            this.skipped.add(problem);
+            this.o.log?.(`policy ${this.o.policy.name}: skipped an invalid decision: ${problem}`);
+          }
           continue;
         }
         try {
@@ -877,6 +884,13 @@ export class PoolServiceImpl implements PoolService {
     }
   }
 
+  private unnamed: Workload | null = null;
+  /** The default workload without its memory figure (one object, so policies' caches hold). */
+  private unnamedWorkload(base: Workload): Workload {
+    if (this.unnamed?.name !== base.name) this.unnamed = { ...base, memoryGiB: null };
+    return this.unnamed;
+  }
+
   private jobSpecOf(r: JobRecord): JobSpec {
     let workload: Workload;
     try {
@@ -884,6 +898,9 @@ export class PoolServiceImpl implements PoolService {
     } catch {
       workload = resolveWorkload(this.o.defaultWorkload);
     }
+    // A job that names no workload borrows the default's speed curve, not its memory: what it
+    // needs is unknown (the user's profile or memory request says where it fits).
+    if (r.spec.workload === undefined) workload = this.unnamedWorkload(workload);
     return {
       id: r.id,
       workload,
