@@ -115,12 +115,14 @@ describe('migpool submit', () => {
     expect((await run('submit', file('empty.yaml', '# nothing\n'), '--data-dir', dataDir)).err).toContain('empty.yaml: no job spec in the file');
   });
 
-  it("prints the server's 400 with the field path, naming the file (exit 2)", async () => {
+  it("prints the server's 400 with the field path, naming the file (exit 2), and queues none of the files' jobs", async () => {
     const first = file('first.yaml', YAML_SPEC);
     const unknown = file('w.yaml', 'name: w\ncommand: [python]\nworkload: nope\n');
+    const before = (await fake.listJobs()).length;
     const r = await run('submit', first, unknown, '--data-dir', dataDir);
     expect(r.code).toBe(2);
-    expect(r.err).toBe(`migpool: ${unknown}: workload: unknown workload 'nope': use one of small, resnet50-b64, bert-large (already queued: 1)\n`);
+    expect(r.err).toBe(`migpool: ${unknown}: workload: unknown workload 'nope': use one of small, resnet50-b64, bert-large (nothing was queued)\n`);
+    expect((await fake.listJobs()).length).toBe(before);
   });
 
   it('says when the token is wrong or missing', async () => {

@@ -32,11 +32,24 @@ export class FakePoolService implements PoolService {
     return this.listeners.size;
   }
 
-  async submit(spec: unknown): Promise<JobRecord> {
-    const parsed = parseJobSpec(spec);
+  /** Checks every spec first, then queues them all (as the real service does). */
+  async submitMany(specs: readonly unknown[]): Promise<JobRecord[]> {
+    specs.forEach((s, i) => this.check(s, `job spec ${i + 1}`));
+    const out: JobRecord[] = [];
+    for (const s of specs) out.push(await this.submit(s));
+    return out;
+  }
+
+  private check(spec: unknown, where: string): void {
+    const parsed = parseJobSpec(spec, where);
     if (parsed.workload !== undefined && !FAKE_WORKLOADS.includes(parsed.workload)) {
-      throw badInput(`job spec: workload: unknown workload '${parsed.workload}': use one of ${FAKE_WORKLOADS.join(', ')}`, { path: 'workload' });
+      throw badInput(`${where}: workload: unknown workload '${parsed.workload}': use one of ${FAKE_WORKLOADS.join(', ')}`, { path: 'workload' });
     }
+  }
+
+  async submit(spec: unknown): Promise<JobRecord> {
+    this.check(spec, 'job spec');
+    const parsed = parseJobSpec(spec);
     const job: JobRecord = {
       id: String(this.nextId++),
       spec: parsed,

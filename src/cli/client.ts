@@ -67,6 +67,11 @@ export class ServiceClient {
     return new ServiceClient(url, () => readToken(dataDir), tokenPath(dataDir));
   }
 
+  /** Queues several job specs, all or none (`job spec N` in an error names the bad one). */
+  async submitMany(specs: readonly unknown[]): Promise<JobRecord[]> {
+    return (await this.request<{ jobs: JobRecord[] }>('POST', '/v1/jobs/batch', specs)).jobs;
+  }
+
   /** Queues one job spec (as parsed from JSON or YAML). */
   submit(spec: unknown): Promise<JobRecord> {
     return this.request<JobRecord>('POST', '/v1/jobs', spec);

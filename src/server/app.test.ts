@@ -36,6 +36,22 @@ async function submit(body: object = spec) {
   return res.json<{ id: string }>();
 }
 
+describe('POST /v1/jobs/batch', () => {
+  it('queues several jobs, or none when one is bad (named by its position)', async () => {
+    const bad = await app.inject({ method: 'POST', url: '/v1/jobs/batch', headers: auth, payload: [spec, { ...spec, workload: 'nope' }] });
+    expect(bad.statusCode).toBe(400);
+    expect(bad.json<{ error: { message: string } }>().error.message).toMatch(/job spec 2: workload/);
+    expect(await fake.listJobs()).toEqual([]);
+    const ok = await app.inject({ method: 'POST', url: '/v1/jobs/batch', headers: auth, payload: [spec, { ...spec, name: 'second' }] });
+    expect(ok.statusCode).toBe(201);
+    expect(ok.json<{ jobs: { id: string }[] }>().jobs.map((j) => j.id)).toEqual(['1', '2']);
+    const none = await app.inject({ method: 'POST', url: '/v1/jobs/batch', headers: auth, payload: [] });
+    expect(none.statusCode).toBe(400);
+    const anonymous = await app.inject({ method: 'POST', url: '/v1/jobs/batch', payload: [spec] });
+    expect(anonymous.statusCode).toBe(401);
+  });
+});
+
 describe('POST /v1/jobs', () => {
   it('queues a JSON spec and answers 201 with the normalised record', async () => {
     const res = await app.inject({ method: 'POST', url: '/v1/jobs', headers: auth, payload: { ...spec, resources: { memory: '512MiB' }, maxRuntime: '2h' } });

@@ -260,6 +260,19 @@ export async function buildServer(opts: ServerOptions): Promise<FastifyInstance>
     },
   );
 
+  app.post(
+    '/v1/jobs/batch',
+    {
+      schema: { body: { type: 'array', minItems: 1, maxItems: 10_000, items: jobSpecInputSchema }, response: { 201: { type: 'object', required: ['jobs'], properties: { jobs: { type: 'array', items: jobRecordSchema } } }, ...errorResponses } },
+      // Every spec is checked by the service (all or none), with `job spec N` in its message.
+      validatorCompiler: () => (data: unknown) => (Array.isArray(data) && data.length > 0 && data.length <= 10_000 ? true : { error: new Error('give a list of 1 to 10000 job specs') }),
+    },
+    async (request, reply) => {
+      const jobs = await service.submitMany(request.body as unknown[]);
+      return reply.code(201).send({ jobs: jobs.map(redacted) });
+    },
+  );
+
   app.get<{ Querystring: { state?: string[]; priority?: 'foreground' | 'background'; after?: string; limit?: number; order?: 'asc' | 'desc' } }>(
     '/v1/jobs',
     { schema: { querystring: jobListQuerySchema, response: { 200: jobListSchema, ...errorResponses } } },

@@ -108,6 +108,21 @@ export function openApiDocument(version: string): Record<string, unknown> {
           responses: { '200': json('JobList', 'The jobs that match.'), ...errors, ...unauthorized },
         },
       },
+      '/v1/jobs/batch': {
+        post: {
+          operationId: 'submitJobs',
+          summary: 'Queue several jobs, all or none (a bad spec queues nothing and is named by its position: job spec N)',
+          security: secured,
+          requestBody: {
+            required: true,
+            content: {
+              'application/json': { schema: { type: 'array', minItems: 1, maxItems: 10000, items: ref('JobSpec') } },
+              'application/yaml': { schema: { type: 'array', minItems: 1, maxItems: 10000, items: ref('JobSpec') } },
+            },
+          },
+          responses: { '201': { description: 'The queued jobs, in the order given.', content: { 'application/json': { schema: { type: 'object', required: ['jobs'], properties: { jobs: { type: 'array', items: ref('JobRecord') } } } } } }, ...errors, ...unauthorized },
+        },
+      },
       '/v1/jobs/{id}': {
         get: {
           operationId: 'getJob',

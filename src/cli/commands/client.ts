@@ -137,16 +137,17 @@ export function registerClient(program: Command, io: Io): void {
     .action(async (files: string[], opts: ConnectOptions & { json?: boolean }) => {
       const specs = (await Promise.all(files.map(readSpecFile))).flat();
       const client = await ServiceClient.connect(opts);
-      const queued: JobRecord[] = [];
-      for (const { where, spec } of specs) {
-        try {
-          queued.push(await client.submit(spec));
-        } catch (e) {
-          if (!(e instanceof MigpoolError)) throw e;
-          const done = queued.length > 0 ? ` (already queued: ${queued.map((j) => j.id).join(', ')})` : '';
-          const message = e.code === 'BAD_INPUT' && e.details['status'] === 400 ? `${where}: ${e.message.replace(/^job spec: /, '')}` : e.message;
-          throw new MigpoolError(e.code, `${message}${done}`, e.details);
-        }
+      // All or none: the service checks every spec before it queues any.
+      let queued: JobRecord[];
+      try {
+        queued = specs.length === 1 ? [await client.submit(specs[0]!.spec)] : await client.submitMany(specs.map((s) => s.spec));
+      } catch (e) {
+        if (!(e instanceof MigpoolError)) throw e;
+        // `job spec N: ...` (or `job spec: ...`) becomes the file and job it came from.
+        const m = /^job spec(?: (\d+))?: /.exec(e.message);
+        const at = m ? specs[m[1] === undefined ? 0 : Number(m[1]) - 1] : undefined;
+        const message = e.code === 'BAD_INPUT' && e.details['status'] === 400 && at && m ? `${at.where}: ${e.message.slice(m[0].length)}` : e.message;
+        throw new MigpoolError(e.code, `${message}${specs.length > 1 ? ' (nothing was queued)' : ''}`, e.details);
       }
       if (opts.json) return writeJson(io, { jobs: queued });
       io.out(queued.map((j) => j.id).join('\n'));
