@@ -367,6 +367,28 @@ describe('the live service', () => {
     expect((await service.listJobs({ states: ['queued'] }))[0]?.pending).toBeTruthy();
   });
 
+  it('a job that reports how far it is tells the policy its length: estimate = work done over the fraction done', async () => {
+    const dir = tempDir();
+    const seen: (number | null)[] = [];
+    const inner = parsePolicy('exclusive');
+    const spy: Policy = {
+      name: 'spy',
+      decide(view, ctx) {
+        for (const r of view.running.values()) if (r.done > 0) seen.push(r.spec.estimate === null ? null : r.spec.estimate / r.done);
+        return inner.decide(view, ctx);
+      },
+    };
+    const { service } = await open(dir, spy);
+    const script = `console.log(JSON.stringify({ migpool_samples: 0, migpool_total: 1000 })); setTimeout(() => console.log(JSON.stringify({ migpool_samples: 250 })), 300); setTimeout(() => {}, 2500)`;
+    const a = await service.submit({ name: 'talker', command: [node, '-e', script] });
+    await until(service, a.id, ['succeeded'], 15_000);
+    // Before the report the policy knows nothing (no estimatedSeconds); after it, 4x the work done (a quarter).
+    expect(seen[0]).toBeNull();
+    const told = seen.filter((x): x is number => x !== null);
+    expect(told.length).toBeGreaterThan(0);
+    for (const x of told) expect(x).toBeCloseTo(4, 0);
+  });
+
   it('an end the store could not record (disk full) is recorded later: the job never stays running', async () => {
     const dir = tempDir();
     let failNext = false;

@@ -82,6 +82,8 @@ interface GpuEntry {
 }
 
 const RECENT = 1000;
+/** Share done a job must report before its fraction sets its length for the policy (a few lines in). */
+const MIN_REPORTED_FRACTION = 0.02;
 const TIMELINE = 720;
 const THROUGHPUT_WINDOW_MS = 120_000;
 /** Queued jobs' reasons are computed at most this often (ms): they are read by people. */
@@ -102,6 +104,8 @@ export class PoolServiceImpl implements PoolService {
   private readonly speeds = new SpeedTable();
   /** GPU-seconds of each open job's finished attempts, and its preemptions (this service's life). */
   private readonly pastRuns = new Map<string, { attained: number; preemptions: number }>();
+  /** Jobs as policies see them once their progress reported their length (see withEstimate). */
+  private readonly reported = new Map<string, JobSpec>();
   /** Problems of skipped decisions already logged. */
   private readonly skipped = new Set<string>();
   /** Jobs not yet final, by id: the store's truth mirrored in memory (written after the store). */
@@ -447,7 +451,13 @@ export class PoolServiceImpl implements PoolService {
       const placement: RunningJobView['placement'] = p.kind === 'instance' ? { kind: 'instance', gpu: position.get(p.gpu) ?? -1, start: p.start } : { kind: 'gpus', gpus: p.gpus.map((x) => position.get(x) ?? -1) };
       const started = (r.startedAt ?? this.o.now()) / 1000;
       const speed = this.speedOf(spec, p, byIndex);
-      running.set(r.id, { spec, placement, started, done: speed * Math.max(0, now - started), speed });
+      const done = speed * Math.max(0, now - started);
+      // What the job reports beats the model's guess: a job that says how far it is (migpool_total
+      // in its progress lines) tells its length, as `--info progress` does in the simulator: the
+      // work done so far over the fraction done. Only once it has run a while (a few lines in).
+      const fraction = this.progressOf(r.id).fraction;
+      const told = fraction !== null && fraction >= MIN_REPORTED_FRACTION && fraction < 1 && done > 0 ? done / fraction : null;
+      running.set(r.id, { spec: told === null ? spec : this.withEstimate(spec, told), placement, started, done, speed });
     }
     queue.sort((a, b) => a.arrival - b.arrival || Number(a.id) - Number(b.id));
     const history = (id: string): JobHistory => {
@@ -460,6 +470,16 @@ export class PoolServiceImpl implements PoolService {
       return past || current > 0 ? { attainedGpuSeconds: (past?.attained ?? 0) + current, preemptions: past?.preemptions ?? 0 } : NO_HISTORY;
     };
     return { now, gpus, queue, running, history };
+  }
+
+  /** The job as the policy sees it with the length its progress reports (one object per job and value). */
+  private withEstimate(spec: JobSpec, estimate: number): JobSpec {
+    const rounded = Math.round(estimate);
+    const cached = this.reported.get(spec.id);
+    if (cached && cached.estimate === rounded) return cached;
+    const told = { ...spec, estimate: rounded };
+    this.reported.set(spec.id, told);
+    return told;
   }
 
   /** Folds an ending attempt into the job's history (attained GPU-seconds, preemptions). */
