@@ -1,4 +1,4 @@
-import { mkdirSync } from 'node:fs';
+import { closeSync, fstatSync, mkdirSync, openSync, readSync } from 'node:fs';
 import { join } from 'node:path';
 import { badInput, MigpoolError } from '../errors.js';
 import type { Executor, ExitReport } from '../exec/executor.js';
@@ -11,6 +11,7 @@ import type { GpuModel } from '../mig/types.js';
 import type { CurrentGpu } from '../partition/state.js';
 import type { Workload } from '../perf/types.js';
 import { resolveWorkload } from '../perf/workloads.js';
+import { raiseMemoryAfterOom } from '../perf/refit.js';
 import { NO_HISTORY, type ClusterView, type Decision, type GpuView, type JobHistory, type JobSpec, type Policy, type PolicyContext, type RunningJobView } from '../sched/types.js';
 import type { GpuSnapshot, LogChunk, PoolService, ServiceStats } from './service-port.js';
 import { createRandom } from '../random.js';
@@ -82,6 +83,30 @@ interface GpuEntry {
 }
 
 const RECENT = 1000;
+/**
+ * What CUDA, PyTorch and TensorFlow print when a GPU allocation fails: "CUDA out of memory"
+ * (torch.cuda.OutOfMemoryError), "CUDA error: out of memory", "CUDA_ERROR_OUT_OF_MEMORY".
+ */
+const OUT_OF_MEMORY = /CUDA out of memory|CUDA error: out of memory|CUDA_ERROR_OUT_OF_MEMORY|OutOfMemoryError/;
+/** Bytes of a failed attempt's stderr read for the out-of-memory message. */
+const OOM_TAIL_BYTES = 65_536;
+
+/** The last OOM_TAIL_BYTES of a file ('' when it cannot be read). */
+function tailOf(path: string): string {
+  let fd: number | null = null;
+  try {
+    fd = openSync(path, 'r');
+    const size = fstatSync(fd).size;
+    const length = Math.min(size, OOM_TAIL_BYTES);
+    const buf = Buffer.alloc(length);
+    readSync(fd, buf, 0, length, size - length);
+    return buf.toString('utf8');
+  } catch {
+    return '';
+  } finally {
+    if (fd !== null) closeSync(fd);
+  }
+}
 /** Share done a job must report before its fraction sets its length for the policy (a few lines in). */
 const MIN_REPORTED_FRACTION = 0.02;
 const TIMELINE = 720;
@@ -104,6 +129,10 @@ export class PoolServiceImpl implements PoolService {
   private readonly speeds = new SpeedTable();
   /** GPU-seconds of each open job's finished attempts, and its preemptions (this service's life). */
   private readonly pastRuns = new Map<string, { attained: number; preemptions: number }>();
+  /** Workloads whose memory need jobs taught the service (out of memory on a slice), by name. */
+  private readonly learned = new Map<string, Workload>();
+  /** Attempts of each open job that ran out of memory and were moved up (not charged as failures). */
+  private readonly oomMoves = new Map<string, number>();
   /** Jobs as policies see them once their progress reported their length (see withEstimate). */
   private readonly reported = new Map<string, JobSpec>();
   /** Problems of skipped decisions already logged. */
@@ -482,6 +511,35 @@ export class PoolServiceImpl implements PoolService {
     return told;
   }
 
+  /**
+   * A job that ran out of GPU memory on a MIG slice (CUDA's message in the tail of its stderr) is
+   * requeued for a larger one: its memory need, and its workload's for the jobs that come after,
+   * is raised just above the slice's (perf/refit.ts raiseMemoryAfterOom), so the policy places it
+   * where it fits. Not charged as a failed attempt. A job bound to exactly that profile, or on a
+   * whole GPU already, fails as usual. True when it was requeued.
+   */
+  private async movedUpAfterOom(rec: JobRecord): Promise<boolean> {
+    const p = rec.placement;
+    const spec = this.specs.get(rec.id);
+    if (!p || p.kind !== 'instance' || !spec || spec.exactProfile === true || rec.process === null) return false;
+    if (!OUT_OF_MEMORY.test(tailOf(this.o.executor.logPaths(rec.process).stderr))) return false;
+    const g = this.gpusFound.find((x) => x.index === p.gpu);
+    const have = g?.model.giProfiles.find((x) => x.name === p.profile)?.memoryGiB ?? null;
+    if (!g || have === null) return false;
+    const raised = raiseMemoryAfterOom({ ...spec.workload, memoryGiB: spec.memoryGiB ?? spec.workload.memoryGiB }, have);
+    const need = raised.memoryGiB as number;
+    // Nothing here holds more: it fails as usual.
+    if (!this.gpusFound.some((x) => x.model.memoryGB >= need)) return false;
+    if (rec.spec.workload !== undefined) this.learned.set(rec.spec.workload, raiseMemoryAfterOom(spec.workload, have));
+    this.specs.set(rec.id, { ...spec, memoryGiB: need });
+    this.oomMoves.set(rec.id, (this.oomMoves.get(rec.id) ?? 0) + 1);
+    const reason = `out of GPU memory on ${p.profile} (${have} GiB) in attempt ${rec.attempt}; requeued for a slice with more than ${have} GiB`;
+    const next = await this.update(rec, { state: 'queued', placement: null, process: null, exitCode: null, reason, endedAt: null });
+    this.o.log?.(`job ${rec.id}: ${reason}`);
+    await this.event({ type: 'job-requeued', jobId: rec.id, data: { attempt: rec.attempt, reason: next.reason, outOfMemory: { profile: p.profile, memoryGiB: have, needGiB: need } } });
+    return true;
+  }
+
   /** Folds an ending attempt into the job's history (attained GPU-seconds, preemptions). */
   private recordRun(rec: JobRecord, preempted: boolean): void {
     const past = this.pastRuns.get(rec.id) ?? { attained: 0, preemptions: 0 };
@@ -621,7 +679,8 @@ export class PoolServiceImpl implements PoolService {
         attempt,
         command: rec.spec.command,
         workdir: rec.spec.workdir ?? dir,
-        env: { ...this.o.jobEnv, ...rec.spec.env, MIGPOOL_CHECKPOINT_DIR: checkpoint },
+        // MIGPOOL_DEVICE_PROFILE: what the attempt got (a MIG profile, or `whole`), for logs and tests.
+        env: { ...this.o.jobEnv, ...rec.spec.env, MIGPOOL_CHECKPOINT_DIR: checkpoint, MIGPOOL_DEVICE_PROFILE: placement.kind === 'instance' ? placement.profile : 'whole' },
         devices: placement.devices,
         maxRuntimeSeconds: rec.spec.maxRuntime ?? null,
         graceSeconds: rec.spec.killGracePeriod ?? DEFAULT_KILL_GRACE_SECONDS,
@@ -667,6 +726,7 @@ export class PoolServiceImpl implements PoolService {
 
   private async endAttempt(rec: JobRecord, how: { exitCode: number | null; reason: string | null; failure: boolean; stopped?: boolean }): Promise<void> {
     this.recordRun(rec, how.stopped === true && rec.reason === 'preempting');
+    if (how.failure && !how.stopped && !rec.cancelRequested && (await this.movedUpAfterOom(rec))) return;
     const now = this.o.now();
     const base: JobPatch = { exitCode: how.exitCode, endedAt: now, process: rec.process, placement: rec.placement };
     let patch: JobPatch;
@@ -674,7 +734,7 @@ export class PoolServiceImpl implements PoolService {
     else if (how.stopped && rec.reason === 'preempting') patch = { state: 'queued', placement: null, process: null, reason: `preempted during attempt ${rec.attempt}; requeued`, endedAt: null, preemptions: (rec.preemptions ?? 0) + 1 };
     else if (!how.failure) patch = { ...base, state: 'succeeded', reason: null };
     // Retries count failures only: attempts ended by a preemption are not charged.
-    else if (rec.attempt - (rec.preemptions ?? 0) <= rec.spec.retries) patch = { state: 'queued', placement: null, process: null, exitCode: how.exitCode, reason: `attempt ${rec.attempt} failed (${how.reason}); retrying`, endedAt: null };
+    else if (rec.attempt - (rec.preemptions ?? 0) - (this.oomMoves.get(rec.id) ?? 0) <= rec.spec.retries) patch = { state: 'queued', placement: null, process: null, exitCode: how.exitCode, reason: `attempt ${rec.attempt} failed (${how.reason}); retrying`, endedAt: null };
     else patch = { ...base, state: 'failed', reason: how.reason };
     const next = await this.update(rec, patch);
     if (next.state === 'queued') await this.event({ type: 'job-requeued', jobId: rec.id, data: { attempt: rec.attempt, reason: next.reason } });
@@ -733,6 +793,8 @@ export class PoolServiceImpl implements PoolService {
     this.progress.forget(rec.id);
     this.active.delete(rec.id);
     this.pastRuns.delete(rec.id);
+    this.reported.delete(rec.id);
+    this.oomMoves.delete(rec.id);
     this.specs.delete(rec.id);
     this.finishedAt.push(this.o.now());
     while (this.finishedAt.length > 0 && this.finishedAt[0]! < this.o.now() - THROUGHPUT_WINDOW_MS) this.finishedAt.shift();
@@ -918,6 +980,8 @@ export class PoolServiceImpl implements PoolService {
     } catch {
       workload = resolveWorkload(this.o.defaultWorkload);
     }
+    const learned = r.spec.workload === undefined ? undefined : this.learned.get(r.spec.workload);
+    if (learned) workload = learned;
     // A job that names no workload borrows the default's speed curve, not its memory: what it
     // needs is unknown (the user's profile or memory request says where it fits).
     if (r.spec.workload === undefined) workload = this.unnamedWorkload(workload);
