@@ -41,6 +41,14 @@ describe('explainPending', () => {
     expect(r.get('bg')).toBe('behind 4 jobs of higher priority');
   });
 
+  it('says which idle slices a job waits beside, and whether they are too small for it', () => {
+    const view: ClusterView = { now: 0, gpus: [cut(0, ['r1', null, null, 'r4', 'r5', 'r6', 'r7'])], queue: [job('fits'), job('big', { memoryGiB: 20 })], running: new Map() };
+    const fitsByMemory = { ...ctx, fits: (j: JobSpec, on: { kind: string }) => on.kind !== 'instance' || (j.memoryGiB ?? 0) <= 4.75 } as PolicyContext;
+    const r = explainPending(view, fitsByMemory);
+    expect(r.get('fits')).toBe('waiting: idle slices (2x1g.5gb) were not given to it in the last pass; 0 jobs ahead in line');
+    expect(r.get('big')).toBe('waiting for a whole GPU or a larger slice: the idle slices (2x1g.5gb) are too small for it');
+  });
+
   it('names whole GPUs wanted and GPUs being re-partitioned', () => {
     const g = (id: number, busyUntil: number | null): GpuView => ({ id, model: a100, migEnabled: false, instances: [], wholeGpuJobs: [], sharing: 'exclusive', busyUntil });
     const r = explainPending({ now: 0, gpus: [g(0, 5), g(1, null), g(2, null)], queue: [job('two', { gpus: 2 }), job('one')], running: new Map() }, ctx);

@@ -43,6 +43,22 @@ export function explainPending(view: ClusterView, ctx: PolicyContext): Map<strin
     }
     const before = job.priority === 'foreground' ? foregroundAhead : ahead;
     if (idleWhole === 0 && idleInstances === 0) return `waiting for a free slice or GPU (all busy; ${before} job${before === 1 ? '' : 's'} ahead in line)`;
-    return 'waiting for the next scheduling pass';
+    if (idleWhole === 0) {
+      // Idle slices but no idle GPU: say which, and whether the job fits any of them.
+      const idle = new Map<string, number>();
+      let fitsOne = false;
+      for (const g of view.gpus) {
+        for (const i of g.instances) {
+          if (i.job !== null) continue;
+          idle.set(i.profile.name, (idle.get(i.profile.name) ?? 0) + 1);
+          if (!fitsOne && ctx.fits(job, { kind: 'instance', model: g.model, profile: i.profile.name })) fitsOne = true;
+        }
+      }
+      const list = [...idle].map(([p, n]) => `${n}x${p}`).join(', ');
+      return fitsOne
+        ? `waiting: idle slices (${list}) were not given to it in the last pass; ${before} job${before === 1 ? '' : 's'} ahead in line`
+        : `waiting for a whole GPU or a larger slice: the idle slices (${list}) are too small for it`;
+    }
+    return `waiting for the next scheduling pass (${idleWhole} whole GPU${idleWhole === 1 ? '' : 's'} idle)`;
   }
 }
