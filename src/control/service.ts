@@ -503,10 +503,9 @@ export class PoolServiceImpl implements PoolService {
 
   /** The job as the policy sees it with the length its progress reports (one object per job and value). */
   private withEstimate(spec: JobSpec, estimate: number): JobSpec {
-    const rounded = Math.round(estimate);
     const cached = this.reported.get(spec.id);
-    if (cached && cached.estimate === rounded) return cached;
-    const told = { ...spec, estimate: rounded };
+    if (cached && cached.estimate === estimate) return cached;
+    const told = { ...spec, estimate };
     this.reported.set(spec.id, told);
     return told;
   }
