@@ -1,3 +1,4 @@
+import type { JobProgressView } from '../store/types.js';
 import { open } from 'node:fs/promises';
 import { parseProgressLine } from '../jobs/progress-protocol.js';
 
@@ -14,19 +15,8 @@ export const MAX_PARTIAL_BYTES = 4096;
 /** Samples/s is measured over this window of reports (a minute: steadier than two points, fresh enough). */
 export const RATE_WINDOW_MS = 60_000;
 
-/** What the job said last, and its measured speed. */
-export interface JobProgress {
-  readonly samples: number;
-  readonly total: number | null;
-  /** samples / total, in [0, 1], or null without a total. */
-  readonly fraction: number | null;
-  /** Samples per second over the last minute of reports, or null with fewer than two of them. */
-  readonly samplesPerSecond: number | null;
-  /** Seconds until samples reach total at that speed, or null. */
-  readonly etaSeconds: number | null;
-  /** When the last report was read, ms since the epoch. */
-  readonly updatedAt: number;
-}
+/** What the job said last, and its measured speed (the record the store keeps and the API shows). */
+export type JobProgress = JobProgressView;
 
 interface Cursor {
   path: string;

@@ -1,7 +1,7 @@
 import { countingViolation } from '../mig/geometry.js';
-import type { GiProfile, GpuModel } from '../mig/types.js';
+import type { GiProfile } from '../mig/types.js';
 import { fitsMemory, memoryOf, profileOf } from './context.js';
-import { isInstanceUsable, isSettled, requestedSlices } from './policies/common.js';
+import { isInstanceUsable, isSettled, profileAllows } from './policies/common.js';
 import { NO_HISTORY, type ClusterView, type Decision, type GpuView, type JobHistory, type JobSpec } from './types.js';
 
 /**
@@ -26,16 +26,6 @@ export interface CheckLookup {
 export function queueLookup(view: ClusterView): CheckLookup {
   const byId = new Map(view.queue.map((q) => [q.id, q]));
   return { queued: (id) => byId.get(id) };
-}
-
-/**
- * Whether a job may run on an instance of `profile`: any profile when it asked for none; exactly
- * its profile when `exactProfile`; else one with at least its profile's compute slices (a floor).
- */
-export function profileAllows(job: JobSpec, model: GpuModel, profile: GiProfile): boolean {
-  if (job.profile === null) return true;
-  if (job.exactProfile === true) return profile.name === job.profile;
-  return profile.computeSlices >= requestedSlices(job, model);
 }
 
 /** Whether a job may run on whole GPUs (a job bound to an exact profile may not). */
@@ -68,7 +58,7 @@ export function checkDecision(view: ClusterView, d: Decision, lookup: CheckLooku
       if (job.gpus !== 1) return `${what}: the job wants ${job.gpus} GPUs; MIG instances take single-GPU jobs only`;
       const need = memoryOf(job);
       if (!fitsMemory(need, inst.profile.memoryGiB)) return `${what}: the job needs ${need} GiB and ${inst.profile.name} has ${inst.profile.memoryGiB} GiB`;
-      if (!profileAllows(job, g.model, inst.profile)) {
+      if (!profileAllows(job, inst.profile.name, g.model)) {
         return job.exactProfile === true ? `${what}: the job asked for exactly ${job.profile}, not ${inst.profile.name}` : `${what}: the job asked for ${job.profile} and ${inst.profile.name} is smaller`;
       }
       return null;

@@ -1,5 +1,6 @@
 import type { GpuModel } from '../mig/types.js';
-import { profileAllows, wholeAllowed } from '../sched/check.js';
+import { wholeAllowed } from '../sched/check.js';
+import { profileAllows } from '../sched/policies/common.js';
 import { fitsOn, type SpeedTable } from '../sched/context.js';
 import type { JobSpec, ScalingModel } from '../sched/types.js';
 
@@ -108,7 +109,7 @@ function leastSliceSeconds(job: JobSpec, work: number, model: GpuModel, speeds: 
     }
   };
   for (const p of model.giProfiles) {
-    if (!profileAllows(job, model, p) || !fitsOn(job, { kind: 'instance', model, profile: p.name })) continue;
+    if (!profileAllows(job, p.name, model) || !fitsOn(job, { kind: 'instance', model, profile: p.name })) continue;
     tryCost(() => (p.computeSlices * work) / speeds.relative(job.workload, model, 'mig', p.name));
   }
   if (wholeAllowed(job)) {
