@@ -124,14 +124,14 @@ export const POLICIES: readonly PolicyEntry[] = [
     argument: { syntax: 'T1,T2,...', help: 'queue thresholds in GPU-seconds (default 3250,7200, as the reference dlas-gpu)', required: false, list: true },
     help: 'Tiresias (Gu et al., NSDI 2019): discretised 2D-LAS over attained GPU-seconds, preemptive, whole GPUs; never reads job lengths',
     examples: ['tiresias:3250,7200', 'tiresias'],
-    create: (arg) => (arg === null ? tiresiasPolicy() : tiresiasPolicy(parseTiresiasThresholds(arg, `tiresias:${arg}`))),
+    create: (arg) => (arg === null ? tiresiasPolicy() : tiresiasPolicy(parseTiresiasThresholds(arg))),
   },
   {
     name: 'gavel',
     argument: { syntax: 'SECONDS', help: 'round length in seconds (default 360, as Gavel)', required: false },
     help: "Gavel's max-min fairness (Narayanan et al., OSDI 2020): heterogeneity-aware shares realised in rounds; never reads job lengths",
     examples: ['gavel:360', 'gavel'],
-    create: (arg, deps) => gavelPolicy({ ...(arg === null ? {} : { roundSeconds: parseGavelRound(arg, `gavel:${arg}`) }), ...(deps.highs ? { highs: deps.highs } : {}) }),
+    create: (arg, deps) => gavelPolicy({ ...(arg === null ? {} : { roundSeconds: parseGavelRound(arg) }), ...(deps.highs ? { highs: deps.highs } : {}) }),
   },
 ];
 

@@ -212,10 +212,10 @@ export function gavelPolicy(options: GavelOptions = {}): Policy {
 
 /**
  * The round length of `gavel:SECONDS`: a positive number of seconds.
- * @throws MigpoolError BAD_INPUT naming the policy and the fix
+ * @throws MigpoolError BAD_INPUT saying what is wrong and the fix (parsePolicy names the policy)
  */
-export function parseGavelRound(arg: string, policy: string): number {
+export function parseGavelRound(arg: string): number {
   const n = /^\d+(\.\d+)?$/.test(arg.trim()) ? Number(arg) : NaN;
-  if (!(n > 0)) throw badInput(`policy '${policy}': gavel takes a round length in seconds (e.g. gavel:${GAVEL_ROUND_SECONDS}), got '${arg}'`);
+  if (!(n > 0)) throw badInput(`gavel takes a round length in seconds (e.g. gavel:${GAVEL_ROUND_SECONDS}), got '${arg}'`);
   return n;
 }

@@ -257,14 +257,14 @@ class MinHeap<T> {
 
 /**
  * The thresholds of `tiresias:T1,T2,...`: GPU-seconds, positive and increasing (one or more).
- * @throws MigpoolError BAD_INPUT naming the policy and the fix
+ * @throws MigpoolError BAD_INPUT saying what is wrong and the fix (parsePolicy names the policy)
  */
-export function parseTiresiasThresholds(arg: string, policy: string): number[] {
+export function parseTiresiasThresholds(arg: string): number[] {
   const parts = arg.split(/[,/]/).map((s) => s.trim());
   const values = parts.map((s) => (/^\d+(\.\d+)?$/.test(s) ? Number(s) : NaN));
   const bad = values.findIndex((v, i) => !(v > 0) || (i > 0 && v <= (values[i - 1] as number)));
   if (arg.trim() === '' || bad >= 0) {
-    throw badInput(`policy '${policy}': tiresias thresholds must be increasing positive GPU-seconds separated by commas (e.g. tiresias:3250,7200), got '${parts[Math.max(0, bad)] ?? arg}'`);
+    throw badInput(`tiresias thresholds must be increasing positive GPU-seconds separated by commas (e.g. tiresias:3250,7200), got '${parts[Math.max(0, bad)] ?? arg}'`);
   }
   return values;
 }
