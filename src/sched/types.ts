@@ -46,6 +46,11 @@ export interface JobSpec {
    * whole GPUs runs at speed 1 as before.
    */
   readonly strongScaling?: StrongScaling;
+  /**
+   * The user who owns the job (the service sets it from the caller's token; the simulator from
+   * `--users`), for fair share and quotas; absent: the pool's default user.
+   */
+  readonly user?: string;
 }
 
 /** A strong-scaled job: a model the scaling model knows (`vgg16`, `wrn101-2`, ...) and its global batch. */
@@ -141,6 +146,19 @@ export interface ClusterView {
    * NO_HISTORY then).
    */
   readonly history?: (jobId: string) => JobHistory;
+  /**
+   * The pool's users with their fair-share weight and quota, keyed by `JobSpec.user`; absent, or a
+   * user missing from it: weight 1 and no quota.
+   */
+  readonly users?: ReadonlyMap<string, UserShare>;
+}
+
+/** A user's claim on the pool: their share under contention and their limit. */
+export interface UserShare {
+  /** Relative share of the pool under contention [1]. */
+  readonly weight: number;
+  /** Most GPUs' worth of compute slices their running jobs may hold (a 3g slice of a 7-slice GPU is 3/7), or null for none. */
+  readonly quotaGpus: number | null;
 }
 
 /** What a policy may do. The simulator (and the service) apply decisions in order. */
