@@ -20,6 +20,11 @@ export interface ExecuteOptions {
   readonly stopProcesses?: (processes: readonly GpuProcess[]) => Promise<void>;
   /** Debug lines (mig-parted's `-d`): what the apply is about to do. */
   readonly debug?: (line: string) => void;
+  /**
+   * What the caller should be told to do when processes are in the way [`stop them (or pass
+   * --force on a simulated machine), then apply again`, the apply command's advice].
+   */
+  readonly inUseAdvice?: string;
 }
 
 /** What an apply did. */
@@ -210,7 +215,7 @@ async function preflight(port: GpuPort, operations: readonly PlanOperation[], op
     'in-use',
     'apply',
     null,
-    `${where} ${what} on instances the target destroys or on a GPU it resets, and the driver refuses that while they run; nothing changed: stop them${options.stopProcesses ? '' : ' (or pass --force on a simulated machine)'}, then apply again`,
+    `${where} ${what} on instances the target destroys or on a GPU it resets, and the driver refuses that while they run; nothing changed: ${options.inUseAdvice ?? `stop them${options.stopProcesses ? '' : ' (or pass --force on a simulated machine)'}, then apply again`}`,
   );
 }
 

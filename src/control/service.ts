@@ -593,7 +593,9 @@ export class PoolServiceImpl implements PoolService {
           // The same path as `migpool apply`: the partition planner's operations, run through the
           // journal (a crash part way leaves it behind; the next re-partition plans afresh).
           const journal = new JournalFile(join(this.o.dataDir, 'journal', `gpu-${g.index}.json`));
-          const r = await executePlans(this.o.gpu, [planned.plan], `policy ${this.o.policy.name}: GPU ${g.index} layout ${d.layout === null ? 'MIG off' : d.layout.map((x) => `${x.profile}@${x.start}`).join('+')}`, journal);
+          const r = await executePlans(this.o.gpu, [planned.plan], `policy ${this.o.policy.name}: GPU ${g.index} layout ${d.layout === null ? 'MIG off' : d.layout.map((x) => `${x.profile}@${x.start}`).join('+')}`, journal, {
+            inUseAdvice: 'the service leaves this GPU alone and tries again after a back-off (processes it did not start hold it: end them, or detach them with `migpool sim detach` on a simulated machine)',
+          });
           this.reconfigurations++;
           this.repartitionFailures.delete(g.index);
           await this.event({ type: 'gpu-reconfigured', jobId: null, data: { gpu: g.index, layout: d.layout, created: planned.plan.operations.filter((o) => o.kind === 'create-gi').length, destroyed: planned.plan.destroyedGpuInstances, operations: r.done } });

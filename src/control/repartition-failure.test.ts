@@ -1,0 +1,47 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { createLocalExecutor } from '../exec/local-executor.js';
+import { SimulatedGpuPort } from '../gpu/simulated/driver.js';
+import { SimulatedMachine } from '../gpu/simulated/machine.js';
+import { parseSimulateSpec } from '../gpu/simulated/spec.js';
+import type { Policy } from '../sched/types.js';
+import { openSqliteStore } from '../store/sqlite.js';
+import { PoolServiceImpl } from './service.js';
+
+const cleanup: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  for (const c of cleanup.splice(0)) await c();
+});
+
+describe('a re-partition the driver refuses', () => {
+  it("is reported in the service's words (back-off, what holds the GPU), not the apply command's", async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'migpool-repart-'));
+    const machine = SimulatedMachine.create(parseSimulateSpec('1xA100-SXM4-40GB'), 1, '1xA100-SXM4-40GB');
+    machine.attachProcess(0, { name: 'foreign.py' });
+    const store = await openSqliteStore(join(dir, 'migpool.db'));
+    await store.init();
+    // A policy that wants GPU 0 cut into seven 1g.5gb slices while a process it did not start holds it.
+    const policy: Policy = {
+      name: 'cut-once',
+      decide: (view) => (view.gpus[0]?.migEnabled ? [] : [{ kind: 'repartition', gpu: 0, layout: [0, 1, 2, 3, 4, 5, 6].map((start) => ({ profile: '1g.5gb', start })) }]),
+    };
+    const service = new PoolServiceImpl({ store, executor: createLocalExecutor({ pollMs: 50, graceSeconds: 1 }), gpu: new SimulatedGpuPort(machine), policy, dataDir: dir, tickMs: 50, log: () => {} });
+    cleanup.push(async () => {
+      await service.stop();
+      await store.close();
+      rmSync(dir, { recursive: true, force: true });
+    });
+    await service.start();
+    let failed: { error?: string; retryInSeconds?: number } | undefined;
+    for (let i = 0; i < 200 && !failed; i++) {
+      failed = (await service.events(0)).find((e) => e.type === 'gpu-reconfigure-failed')?.data as typeof failed;
+      if (!failed) await new Promise((r) => setTimeout(r, 25));
+    }
+    expect(failed?.error).toMatch(/processes \d+ run on .*nothing changed: the service leaves this GPU alone and tries again after a back-off/);
+    expect(failed?.error).not.toMatch(/apply again|--force/);
+    expect(failed?.retryInSeconds).toBeGreaterThan(0);
+    expect(machine.listGpus()[0]?.migMode.current).toBe('disabled');
+  });
+});
