@@ -13,7 +13,7 @@ import type { Workload } from '../perf/types.js';
 import { resolveWorkload } from '../perf/workloads.js';
 import { raiseMemoryAfterOom } from '../perf/refit.js';
 import { NO_HISTORY, type ClusterView, type Decision, type GpuView, type JobHistory, type JobSpec, type Policy, type PolicyContext, type RunningJobView } from '../sched/types.js';
-import type { GpuSnapshot, LogChunk, PoolService, ServiceStats } from './service-port.js';
+import type { GpuSnapshot, LogChunk, PoolService, ServiceStats, SubmitOptions } from './service-port.js';
 import { createRandom } from '../random.js';
 import type { EventRecord, JobFilter, JobPatch, JobPlacement, JobRecord, NewEvent, Store } from '../store/types.js';
 import { DEFAULT_KILL_GRACE_SECONDS, isExactProfile, parseJobSpec, profileOf, type JobSpecInput } from '../jobs/job-spec.js';
@@ -233,16 +233,16 @@ export class PoolServiceImpl implements PoolService {
 
   // ---- PoolService
 
-  async submit(input: unknown): Promise<JobRecord> {
-    const [rec] = await this.submitMany([input]);
+  async submit(input: unknown, options?: SubmitOptions): Promise<JobRecord> {
+    const [rec] = await this.submitMany([input], options);
     return rec!;
   }
 
   /** Validates every spec first (nothing is queued when one is bad), then queues them in one transaction. */
-  async submitMany(inputs: readonly unknown[]): Promise<JobRecord[]> {
+  async submitMany(inputs: readonly unknown[], options: SubmitOptions = {}): Promise<JobRecord[]> {
     const specs = inputs.map((x, i) => parseJobSpec(x, inputs.length > 1 ? `job spec ${i + 1}` : 'job spec'));
     specs.forEach((s, i) => this.checkSpec(s, inputs.length > 1 ? `job spec ${i + 1}` : 'job spec'));
-    const recs = await this.o.store.insertJobs(specs, this.o.now());
+    const recs = await this.o.store.insertJobs(specs, this.o.now(), options.owner !== undefined ? { owner: options.owner } : {});
     for (const r of recs) {
       this.active.set(r.id, r);
       this.specs.set(r.id, this.jobSpecOf(r));
@@ -996,6 +996,7 @@ export class PoolServiceImpl implements PoolService {
       exactProfile: isExactProfile(r.spec),
       // Records written before the contract existed have no field: not preemptible.
       preemptible: r.spec.preemptible === true,
+      ...(r.owner ? { user: r.owner } : {}),
     };
   }
 }
