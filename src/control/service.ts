@@ -23,6 +23,7 @@ import { planLayout } from '../partition/plan.js';
 import { executePlans } from './apply.js';
 import { JournalFile } from './journal.js';
 import { launchRefusal } from './launch-check.js';
+import { attemptIdentity } from './run-as.js';
 import { MIN_RUN_BEFORE_PREEMPT_SECONDS, preemptRefusal, repartitionBackoffMs } from './preempt-rules.js';
 import { modelOfGpu, readCurrentState } from './state-reader.js';
 
@@ -673,13 +674,16 @@ export class PoolServiceImpl implements PoolService {
     await this.event({ type: 'job-starting', jobId: rec.id, data: { attempt, placement } });
     try {
       mkdirSync(checkpoint, { recursive: true });
+      // The owner's Unix account, when the service runs as root and the owner is mapped to one.
+      const who = await attemptIdentity(this.o.store, rec.owner, { dataDir: this.o.dataDir, attemptDir: dir, checkpointDir: checkpoint, workdir: rec.spec.workdir });
       const ref = await this.o.executor.launch({
         jobId: rec.id,
         attempt,
         command: rec.spec.command,
-        workdir: rec.spec.workdir ?? dir,
+        workdir: who.workdir,
+        ...(who.runAs ? { runAs: who.runAs } : {}),
         // MIGPOOL_DEVICE_PROFILE: what the attempt got (a MIG profile, or `whole`), for logs and tests.
-        env: { ...this.o.jobEnv, ...rec.spec.env, MIGPOOL_CHECKPOINT_DIR: checkpoint, MIGPOOL_DEVICE_PROFILE: placement.kind === 'instance' ? placement.profile : 'whole' },
+        env: { ...this.o.jobEnv, ...who.env, ...rec.spec.env, MIGPOOL_CHECKPOINT_DIR: checkpoint, MIGPOOL_DEVICE_PROFILE: placement.kind === 'instance' ? placement.profile : 'whole' },
         devices: placement.devices,
         maxRuntimeSeconds: rec.spec.maxRuntime ?? null,
         graceSeconds: rec.spec.killGracePeriod ?? DEFAULT_KILL_GRACE_SECONDS,
