@@ -5,7 +5,10 @@
 //   migpool-job-runner.js DIR/launch.json
 //
 // launch.json (written by src/exec/local-executor.ts): { command: string[], workdir, env (added to
-// this process's environment), maxRuntimeSeconds: number | null, graceSeconds }.
+// this process's environment), maxRuntimeSeconds: number | null, graceSeconds, uid?, gid? }. With
+// uid and gid (the runner runs as root), the command runs as that user and group, without the
+// runner's supplementary groups (Node's spawn drops them: libuv calls setgroups(0, NULL) before
+// setgid/setuid); the runner itself stays root to signal the job's group and write exit.json.
 //
 // The runner is started detached (leader of its own session and process group) with stdout and
 // stderr already open on DIR/stdout.log and DIR/stderr.log. It starts the command (argument
@@ -218,6 +221,7 @@ try {
     env: { ...process.env, ...launch.env },
     stdio: ['ignore', 'inherit', 'inherit'],
     detached: true,
+    ...(Number.isInteger(launch.uid) && Number.isInteger(launch.gid) ? { uid: launch.uid, gid: launch.gid } : {}),
   });
 } catch (error) {
   // Node refuses some arguments before any system call (a NUL byte in the command or the environment).

@@ -129,7 +129,7 @@ describe('migpool submit', () => {
     const spec = file('s.yaml', YAML_SPEC);
     const wrong = await run('submit', spec, '--data-dir', dataDir, '--token', 'not-the-token-at-all');
     expect(wrong.code).toBe(2);
-    expect(wrong.err).toBe(`migpool: the migpool service at ${url} refused the token from --token: pass --token with the token in the service's data dir, or --data-dir with that directory\n`);
+    expect(wrong.err).toBe(`migpool: the migpool service at ${url} refused the token from --token: it is no user's token; pass --token (or $MIGPOOL_TOKEN) with the one \`migpool users add\` or \`users rotate\` printed, or --data-dir with the service's data dir for the admin's\n`);
     const noToken = mkdtempSync(join(tmpdir(), 'migpool-client-empty-'));
     const missing = await run('submit', spec, '--data-dir', noToken, '--url', url);
     expect(missing.code).toBe(2);
@@ -140,8 +140,8 @@ describe('migpool submit', () => {
 
 describe('migpool jobs', () => {
   beforeEach(async () => {
-    await fake.submit({ name: 'resnet', command: ['python'], resources: { profile: '3g.20gb' } });
-    await fake.submit({ name: 'tiny', command: ['python'], resources: { profile: '1g.5gb' }, priority: 'background' });
+    await fake.submit({ name: 'resnet', command: ['python'], resources: { profile: '3g.20gb' } }, { owner: 'alice' });
+    await fake.submit({ name: 'tiny', command: ['python'], resources: { profile: '1g.5gb' }, priority: 'background' }, { owner: 'bob' });
     await fake.submit({ name: 'waiting', command: ['python'] });
     fake.now = Date.now() - 90_000;
     fake.startJob('1', 0, 4);
@@ -154,10 +154,10 @@ describe('migpool jobs', () => {
     const r = await run('jobs', '--data-dir', dataDir);
     expect(r.code).toBe(0);
     const lines = r.out.trimEnd().split('\n');
-    expect(lines[0]).toMatch(/^ID\s+NAME\s+STATE\s+PRIORITY\s+PLACEMENT\s+ATTEMPT\s+SUBMITTED\s+STARTED\s+ENDED\s+EXIT\s+NOTE$/);
-    expect(lines[3]).toMatch(/^1\s+resnet\s+running\s+foreground\s+gpu 0 3g\.20gb@4\s+1\s+\S+ ago\s+1m ago\s+-\s+-\s+-$/);
-    expect(lines[2]).toMatch(/^2\s+tiny\s+failed\s+background\s+gpu 0 1g\.5gb@0\s+1\s+\S+ ago\s+1m ago\s+30s ago\s+3\s+-$/);
-    expect(lines[1]).toMatch(/^3\s+waiting\s+queued\s+foreground\s+-\s+0\s+\S+ ago\s+-\s+-\s+-\s+-$/);
+    expect(lines[0]).toMatch(/^ID\s+NAME\s+USER\s+STATE\s+PRIORITY\s+PLACEMENT\s+ATTEMPT\s+SUBMITTED\s+STARTED\s+ENDED\s+EXIT\s+NOTE$/);
+    expect(lines[3]).toMatch(/^1\s+resnet\s+alice\s+running\s+foreground\s+gpu 0 3g\.20gb@4\s+1\s+\S+ ago\s+1m ago\s+-\s+-\s+-$/);
+    expect(lines[2]).toMatch(/^2\s+tiny\s+bob\s+failed\s+background\s+gpu 0 1g\.5gb@0\s+1\s+\S+ ago\s+1m ago\s+30s ago\s+3\s+-$/);
+    expect(lines[1]).toMatch(/^3\s+waiting\s+-\s+queued\s+foreground\s+-\s+0\s+\S+ ago\s+-\s+-\s+-\s+-$/);
     expect(lines).toHaveLength(4);
   });
 

@@ -31,7 +31,7 @@ describe.skipIf(!haveChromium)('dashboard in chromium', () => {
     ]);
     fake.addGpu('NVIDIA A100-SXM4-40GB', 7, [], false);
     const submit = (name: string, resources: object, priority = 'foreground') => fake.submit({ name, command: ['python', 'train.py'], resources, priority });
-    await submit('resnet50-imagenet', { profile: '3g.20gb' });
+    await fake.submit({ name: 'resnet50-imagenet', command: ['python', 'train.py'], resources: { profile: '3g.20gb' } }, { owner: 'alice' });
     await submit('bert-large', { gpus: 1 });
     await submit('cifar-small', { profile: '1g.5gb' });
     await submit('vit-tiny', { profile: '2g.10gb' }, 'background');
@@ -109,6 +109,8 @@ describe.skipIf(!haveChromium)('dashboard in chromium', () => {
     expect(await page.locator('#queue-count').textContent()).toBe('3');
     expect(await page.locator('#jobs tbody tr').count()).toBe(5);
     expect(await page.locator('#jobs tbody tr[data-job="1"] .state').textContent()).toBe('running');
+    expect(await page.locator('#jobs tbody tr[data-job="1"] td.owner').textContent()).toBe('alice');
+    expect(await page.locator('#jobs thead th').nth(2).textContent()).toBe('User');
     expect(await page.locator('#chart-util canvas').count()).toBeGreaterThan(0);
     await page.close();
   });
@@ -118,6 +120,7 @@ describe.skipIf(!haveChromium)('dashboard in chromium', () => {
     await page.locator('.gpu[data-gpu="0"] .slice.busy').click();
     await page.waitForSelector('#details:not([hidden])');
     expect(await page.locator('#d-title').textContent()).toContain('resnet50-imagenet');
+    expect(await page.locator('#d-facts').textContent()).toContain('useralice');
     await expect.poll(() => page.locator('#log').textContent()).toBe('epoch 1/90 loss 6.91\nepoch 2/90 loss 5.12\n');
     fake.appendLog('1', 'stdout', 'epoch 3/90 loss 4.40\n');
     await expect.poll(() => page.locator('#log').textContent()).toContain('epoch 3/90');

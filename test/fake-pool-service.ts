@@ -1,6 +1,6 @@
 import { parseJobSpec } from '../src/jobs/job-spec.js';
 import { badInput, MigpoolError } from '../src/errors.js';
-import type { GpuSnapshot, LogChunk, PoolService, ServiceStats } from '../src/control/service-port.js';
+import type { GpuSnapshot, LogChunk, PoolService, ServiceStats, SubmitOptions } from '../src/control/service-port.js';
 import { FINAL_STATES, type EventRecord, type EventType, type JobFilter, type JobPlacement, type JobRecord } from '../src/store/types.js';
 
 type Mutable<T> = { -readonly [K in keyof T]: T[K] };
@@ -33,10 +33,10 @@ export class FakePoolService implements PoolService {
   }
 
   /** Checks every spec first, then queues them all (as the real service does). */
-  async submitMany(specs: readonly unknown[]): Promise<JobRecord[]> {
+  async submitMany(specs: readonly unknown[], options?: SubmitOptions): Promise<JobRecord[]> {
     specs.forEach((s, i) => this.check(s, `job spec ${i + 1}`));
     const out: JobRecord[] = [];
-    for (const s of specs) out.push(await this.submit(s));
+    for (const s of specs) out.push(await this.submit(s, options));
     return out;
   }
 
@@ -47,7 +47,7 @@ export class FakePoolService implements PoolService {
     }
   }
 
-  async submit(spec: unknown): Promise<JobRecord> {
+  async submit(spec: unknown, options: SubmitOptions = {}): Promise<JobRecord> {
     this.check(spec, 'job spec');
     const parsed = parseJobSpec(spec);
     const job: JobRecord = {
@@ -64,6 +64,7 @@ export class FakePoolService implements PoolService {
       exitCode: null,
       reason: null,
       cancelRequested: false,
+      owner: options.owner ?? null,
     };
     this.jobs.set(job.id, job);
     this.logs.set(job.id, { stdout: '', stderr: '' });
@@ -80,6 +81,7 @@ export class FakePoolService implements PoolService {
     let jobs = [...this.jobs.values()].sort((a, b) => (desc ? Number(b.id) - Number(a.id) : Number(a.id) - Number(b.id)));
     if (filter.states) jobs = jobs.filter((j) => filter.states!.includes(j.state));
     if (filter.priority) jobs = jobs.filter((j) => j.spec.priority === filter.priority);
+    if (filter.owner !== undefined) jobs = jobs.filter((j) => j.owner === filter.owner);
     if (filter.after !== undefined) jobs = jobs.filter((j) => (desc ? Number(j.id) < Number(filter.after) : Number(j.id) > Number(filter.after)));
     return jobs.slice(0, filter.limit ?? 1000);
   }

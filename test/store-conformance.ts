@@ -81,6 +81,7 @@ export function storeConformance(name: string, open: () => Promise<Store>, optio
           reason: null,
           cancelRequested: false,
           preemptions: 0,
+          owner: null,
         };
         expect(job).toEqual(expected);
         const moved = await store.updateJob('1', job.version, { preemptions: 2 });
@@ -331,6 +332,64 @@ export function storeConformance(name: string, open: () => Promise<Store>, optio
         expect(await store.getSetting('token-hash')).toBe('sha256:def');
         expect(await store.getSetting('note')).toBe('');
         expect((await rejection(store.getSetting(''))).code).toBe('BAD_INPUT');
+      });
+    });
+
+    describe('users', () => {
+      const HASH_A = 'a'.repeat(64);
+      const HASH_B = 'b'.repeat(64);
+
+      it('adds users with defaults, finds them by name and by token hash, lists them by name', async () => {
+        const bob = await store.insertUser({ name: 'bob', weight: 2, quotaGpus: 1.5, unixUser: 'bob' }, HASH_B, T0);
+        const alice = await store.insertUser({ name: 'alice', admin: true }, HASH_A, T0 + 1);
+        expect(alice).toEqual({ name: 'alice', admin: true, weight: 1, quotaGpus: null, unixUser: null, createdAt: T0 + 1 });
+        expect(bob).toEqual({ name: 'bob', admin: false, weight: 2, quotaGpus: 1.5, unixUser: 'bob', createdAt: T0 });
+        expect(await store.listUsers()).toEqual([alice, bob]);
+        expect(await store.getUser('bob')).toEqual(bob);
+        expect(await store.getUser('carol')).toBeNull();
+        expect(await store.userByTokenHash(HASH_A)).toEqual(alice);
+        expect(await store.userByTokenHash('c'.repeat(64))).toBeNull();
+      });
+
+      it('refuses a taken name, and malformed fields, with a one-line BAD_INPUT', async () => {
+        await store.insertUser({ name: 'alice' }, HASH_A, T0);
+        const taken = await rejection(store.insertUser({ name: 'alice' }, HASH_B, T0));
+        expect(taken.code).toBe('BAD_INPUT');
+        expect(taken.message).toContain('already exists');
+        for (const bad of [{ name: '1x' }, { name: 'x', weight: 0 }, { name: 'x', quotaGpus: -1 }, { name: 'x', unixUser: 'a b' }]) {
+          expect((await rejection(store.insertUser(bad, HASH_B, T0))).code).toBe('BAD_INPUT');
+        }
+        expect((await rejection(store.insertUser({ name: 'x' }, 'not-a-hash', T0))).code).toBe('BAD_INPUT');
+        expect(await store.listUsers()).toHaveLength(1);
+      });
+
+      it('updates fields and the token hash; removes a user, whose jobs keep their owner', async () => {
+        await store.insertUser({ name: 'alice', quotaGpus: 2 }, HASH_A, T0);
+        const changed = await store.updateUser('alice', { weight: 3, quotaGpus: null, admin: true, tokenHash: HASH_B });
+        expect(changed).toMatchObject({ name: 'alice', weight: 3, quotaGpus: null, admin: true });
+        expect(await store.userByTokenHash(HASH_A)).toBeNull();
+        expect((await store.userByTokenHash(HASH_B))?.name).toBe('alice');
+        expect(await store.updateUser('nobody', { weight: 2 })).toBeNull();
+        const job = await store.insertJob(spec('a'), T0, { owner: 'alice' });
+        expect(await store.deleteUser('alice')).toBe(true);
+        expect(await store.deleteUser('alice')).toBe(false);
+        expect(await store.listUsers()).toEqual([]);
+        expect((await store.getJob(job.id))?.owner).toBe('alice');
+      });
+
+      it("records each job's owner and lists one user's jobs, paging included", async () => {
+        const [a1] = await store.insertJobs([spec('a1')], T0, { owner: 'alice' });
+        const [b1, b2] = await store.insertJobs([spec('b1'), spec('b2')], T0, { owner: 'bob' });
+        const none = await store.insertJob(spec('n'), T0);
+        expect(a1!.owner).toBe('alice');
+        expect(b1!.owner).toBe('bob');
+        expect(none.owner).toBeNull();
+        expect(await store.getJob(b2!.id)).toEqual(b2);
+        expect((await store.listJobs({ owner: 'bob' })).map((j) => j.spec.name)).toEqual(['b1', 'b2']);
+        expect((await store.listJobs({ owner: 'bob', order: 'desc', limit: 1 })).map((j) => j.spec.name)).toEqual(['b2']);
+        expect((await store.listJobs({ owner: 'bob', after: b1!.id })).map((j) => j.spec.name)).toEqual(['b2']);
+        expect(await store.listJobs({ owner: 'carol' })).toEqual([]);
+        expect((await rejection(store.insertJob(spec('x'), T0, { owner: 'not a name' }))).code).toBe('BAD_INPUT');
       });
     });
 

@@ -135,7 +135,7 @@ export class ServiceClient {
     const message = error.message ?? `HTTP ${res.status}`;
     const details = error.path !== undefined ? { path: error.path, status: res.status } : { status: res.status };
     if (res.status === 401) {
-      throw badInput(`the migpool service at ${this.url} refused the token from ${this.tokenWhere}: pass --token with the token in the service's data dir, or --data-dir with that directory`, details);
+      throw badInput(`the migpool service at ${this.url} refused the token from ${this.tokenWhere}: it is no user's token; pass --token (or $MIGPOOL_TOKEN) with the one \`migpool users add\` or \`users rotate\` printed, or --data-dir with the service's data dir for the admin's`, details);
     }
     if (res.status === 409) throw new MigpoolError('CHECK_FAILED', message, details);
     if (res.status >= 400 && res.status < 500) throw badInput(message, details);

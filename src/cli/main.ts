@@ -16,6 +16,7 @@ import { registerWorkloads } from './commands/workloads.js';
 import { registerStatus } from './commands/status.js';
 import { registerDemo, registerServe } from './commands/serve.js';
 import { registerClient } from './commands/client.js';
+import { registerUsers } from './commands/users.js';
 import { processIo, type Io } from './io.js';
 
 /** Builds the `migpool` command tree. */
@@ -47,6 +48,7 @@ export function buildProgram(io: Io): Command {
   registerServe(program, io);
   registerDemo(program, io);
   registerClient(program, io);
+  registerUsers(program, io);
   const all = (cmds: readonly Command[]): Command[] => cmds.flatMap((c) => [c, ...all(c.commands)]);
   for (const cmd of all(program.commands)) cmd.exitOverride().configureOutput({ writeOut: (s) => io.out(s), writeErr: (s) => io.err(s) });
   return program;

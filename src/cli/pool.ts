@@ -11,6 +11,7 @@ import { parsePolicy } from '../sched/registry.js';
 import { buildServer } from '../server/app.js';
 import { loadOrCreateToken, removeServerInfo, tokenPath, writeServerInfo, SERVER_INFO_FILE } from '../server/files.js';
 import { openStore } from '../store/open.js';
+import { adoptTokenAsAdmin, FIRST_ADMIN, storeCallers } from '../server/users.js';
 import type { Store } from '../store/types.js';
 import type { GpuPort } from '../gpu/port.js';
 import type { Workload } from '../perf/types.js';
@@ -133,7 +134,11 @@ export async function startPool(o: PoolOptions): Promise<RunningPool> {
   try {
     await service.start();
     const token = await loadOrCreateToken(o.dataDir);
-    app = await buildServer({ service, token, tokenFile: tokenPath(o.dataDir), allowedHosts: loopbackNames(host) ?? undefined });
+    // The first start's token is the admin's; a data dir from before users existed gets its admin too.
+    if ((await adoptTokenAsAdmin(store, token, Date.now())) === 'unknown') {
+      o.log?.(`the token in ${tokenPath(o.dataDir)} is no user's (users exist and it is none of theirs): \`migpool users rotate ${FIRST_ADMIN}\` writes a new admin token there`);
+    }
+    app = await buildServer({ service, callers: storeCallers(store), tokenFile: tokenPath(o.dataDir), allowedHosts: loopbackNames(host) ?? undefined });
     let address: string;
     try {
       address = await app.listen({ host, port });

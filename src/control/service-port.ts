@@ -7,9 +7,9 @@ import type { EventRecord, JobFilter, JobRecord, JobState } from '../store/types
  */
 export interface PoolService {
   /** Validates (field paths in errors) and queues a job spec given as parsed JSON/YAML. */
-  submit(spec: unknown): Promise<JobRecord>;
+  submit(spec: unknown, options?: SubmitOptions): Promise<JobRecord>;
   /** Queues several jobs, all or none: every spec is checked first (errors name `job spec N`). */
-  submitMany(specs: readonly unknown[]): Promise<JobRecord[]>;
+  submitMany(specs: readonly unknown[], options?: SubmitOptions): Promise<JobRecord[]>;
   getJob(id: string): Promise<JobRecord | null>;
   listJobs(filter?: JobFilter): Promise<JobRecord[]>;
   /** Cancels a queued job at once, or asks a running one to stop. Null when no such job. */
@@ -33,6 +33,12 @@ export interface PoolService {
   events(afterSeq: number, limit?: number): Promise<EventRecord[]>;
   /** Figures for /metrics and the dashboard's charts. */
   stats(): Promise<ServiceStats>;
+}
+
+/** Who submits (see `submit`). */
+export interface SubmitOptions {
+  /** The user the jobs belong to (`JobRecord.owner`, the policy's `JobSpec.user`). */
+  readonly owner?: string;
 }
 
 export interface LogChunk {

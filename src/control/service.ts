@@ -13,7 +13,7 @@ import type { Workload } from '../perf/types.js';
 import { resolveWorkload } from '../perf/workloads.js';
 import { raiseMemoryAfterOom } from '../perf/refit.js';
 import { NO_HISTORY, type ClusterView, type Decision, type GpuView, type JobHistory, type JobSpec, type Policy, type PolicyContext, type RunningJobView } from '../sched/types.js';
-import type { GpuSnapshot, LogChunk, PoolService, ServiceStats } from './service-port.js';
+import type { GpuSnapshot, LogChunk, PoolService, ServiceStats, SubmitOptions } from './service-port.js';
 import { createRandom } from '../random.js';
 import type { EventRecord, JobFilter, JobPatch, JobPlacement, JobRecord, NewEvent, Store } from '../store/types.js';
 import { DEFAULT_KILL_GRACE_SECONDS, isExactProfile, parseJobSpec, profileOf, type JobSpecInput } from '../jobs/job-spec.js';
@@ -23,6 +23,7 @@ import { planLayout } from '../partition/plan.js';
 import { executePlans } from './apply.js';
 import { JournalFile } from './journal.js';
 import { launchRefusal } from './launch-check.js';
+import { attemptIdentity } from './run-as.js';
 import { MIN_RUN_BEFORE_PREEMPT_SECONDS, preemptRefusal, repartitionBackoffMs } from './preempt-rules.js';
 import { modelOfGpu, readCurrentState } from './state-reader.js';
 
@@ -233,16 +234,16 @@ export class PoolServiceImpl implements PoolService {
 
   // ---- PoolService
 
-  async submit(input: unknown): Promise<JobRecord> {
-    const [rec] = await this.submitMany([input]);
+  async submit(input: unknown, options?: SubmitOptions): Promise<JobRecord> {
+    const [rec] = await this.submitMany([input], options);
     return rec!;
   }
 
   /** Validates every spec first (nothing is queued when one is bad), then queues them in one transaction. */
-  async submitMany(inputs: readonly unknown[]): Promise<JobRecord[]> {
+  async submitMany(inputs: readonly unknown[], options: SubmitOptions = {}): Promise<JobRecord[]> {
     const specs = inputs.map((x, i) => parseJobSpec(x, inputs.length > 1 ? `job spec ${i + 1}` : 'job spec'));
     specs.forEach((s, i) => this.checkSpec(s, inputs.length > 1 ? `job spec ${i + 1}` : 'job spec'));
-    const recs = await this.o.store.insertJobs(specs, this.o.now());
+    const recs = await this.o.store.insertJobs(specs, this.o.now(), options.owner !== undefined ? { owner: options.owner } : {});
     for (const r of recs) {
       this.active.set(r.id, r);
       this.specs.set(r.id, this.jobSpecOf(r));
@@ -675,13 +676,16 @@ export class PoolServiceImpl implements PoolService {
     await this.event({ type: 'job-starting', jobId: rec.id, data: { attempt, placement } });
     try {
       mkdirSync(checkpoint, { recursive: true });
+      // The owner's Unix account, when the service runs as root and the owner is mapped to one.
+      const who = await attemptIdentity(this.o.store, rec.owner, { dataDir: this.o.dataDir, attemptDir: dir, checkpointDir: checkpoint, workdir: rec.spec.workdir });
       const ref = await this.o.executor.launch({
         jobId: rec.id,
         attempt,
         command: rec.spec.command,
-        workdir: rec.spec.workdir ?? dir,
+        workdir: who.workdir,
+        ...(who.runAs ? { runAs: who.runAs } : {}),
         // MIGPOOL_DEVICE_PROFILE: what the attempt got (a MIG profile, or `whole`), for logs and tests.
-        env: { ...this.o.jobEnv, ...rec.spec.env, MIGPOOL_CHECKPOINT_DIR: checkpoint, MIGPOOL_DEVICE_PROFILE: placement.kind === 'instance' ? placement.profile : 'whole' },
+        env: { ...this.o.jobEnv, ...who.env, ...rec.spec.env, MIGPOOL_CHECKPOINT_DIR: checkpoint, MIGPOOL_DEVICE_PROFILE: placement.kind === 'instance' ? placement.profile : 'whole' },
         devices: placement.devices,
         maxRuntimeSeconds: rec.spec.maxRuntime ?? null,
         graceSeconds: rec.spec.killGracePeriod ?? DEFAULT_KILL_GRACE_SECONDS,
@@ -998,6 +1002,7 @@ export class PoolServiceImpl implements PoolService {
       exactProfile: isExactProfile(r.spec),
       // Records written before the contract existed have no field: not preemptible.
       preemptible: r.spec.preemptible === true,
+      ...(r.owner ? { user: r.owner } : {}),
     };
   }
 }

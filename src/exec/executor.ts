@@ -40,6 +40,12 @@ export interface LaunchSpec {
   readonly maxRuntimeSeconds: number | null;
   /** Seconds from SIGTERM to SIGKILL when the attempt is stopped (cancel, preemption, max runtime) [the executor's default]. */
   readonly graceSeconds?: number;
+  /**
+   * The account the job's process runs as (the executor must run as root); its log files become
+   * that account's, mode 0600. Absent: the executor's own. The Slurm executor ignores it (sbatch
+   * runs the job as the user who submits it).
+   */
+  readonly runAs?: { readonly uid: number; readonly gid: number };
   /** Folder for this attempt (created if missing): stdout.log, stderr.log, exit status. */
   readonly dir: string;
   /**

@@ -23,7 +23,7 @@
  */
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
-import { closeSync, existsSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { closeSync, existsSync, fchmodSync, fchownSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { MigpoolError, badInput } from '../errors.js';
@@ -46,6 +46,18 @@ export interface ExitFile {
   readonly signal: string | null;
   readonly reason: 'exited' | 'timeout' | 'cancelled';
   readonly endedAt: number;
+}
+
+/** Gives an attempt's open log files to the account its job runs as, private to it (0600). */
+function ownLogs(fds: readonly number[], runAs: { readonly uid: number; readonly gid: number }, jobId: string): void {
+  try {
+    for (const fd of fds) {
+      fchownSync(fd, runAs.uid, runAs.gid);
+      fchmodSync(fd, 0o600);
+    }
+  } catch (error) {
+    throw new MigpoolError('RUNTIME', `job ${jobId}: cannot give its log files to uid ${runAs.uid} (${(error as NodeJS.ErrnoException).code ?? (error as Error).message}); running jobs as their users' accounts needs the service to run as root`, { jobId });
+  }
 }
 
 /** Extra seconds the executor waits past the grace period before it kills a runner that did not finish a cancel itself. */
@@ -184,6 +196,10 @@ function validateSpec(spec: LaunchSpec): void {
   }
   const grace = spec.graceSeconds;
   if (grace !== undefined && !(Number.isFinite(grace) && grace >= 0)) throw badInput(`${where}: graceSeconds ${String(grace)} must be a number of seconds >= 0`);
+  const runAs = spec.runAs;
+  if (runAs !== undefined && !(Number.isInteger(runAs.uid) && runAs.uid >= 0 && Number.isInteger(runAs.gid) && runAs.gid >= 0)) {
+    throw badInput(`${where}: runAs needs a uid and a gid, whole numbers >= 0, got ${JSON.stringify(runAs)}`);
+  }
 }
 
 interface Tracked {
@@ -324,6 +340,7 @@ export function createLocalExecutor(opts: LocalExecutorOptions = {}): Executor {
       },
       maxRuntimeSeconds: spec.maxRuntimeSeconds,
       graceSeconds: spec.graceSeconds ?? graceSeconds,
+      ...(spec.runAs ? { uid: spec.runAs.uid, gid: spec.runAs.gid } : {}),
     });
 
     const out = openSync(files.stdout, 'a', 0o644);
@@ -331,6 +348,7 @@ export function createLocalExecutor(opts: LocalExecutorOptions = {}): Executor {
     try {
       const err = openSync(files.stderr, 'a', 0o644);
       try {
+        if (spec.runAs) ownLogs([out, err], spec.runAs, spec.jobId);
         child = spawn(process.execPath, [jobRunnerPath(), files.launch], { cwd: spec.dir, detached: true, stdio: ['ignore', out, err] });
       } finally {
         closeSync(err);

@@ -501,3 +501,55 @@ describe('GET /v1/events', () => {
     expect(fake.subscribers).toBe(0);
   });
 });
+
+describe('users', () => {
+  const tokens: Record<string, { name: string; admin: boolean }> = { 'alice-token': { name: 'alice', admin: false }, 'bob-token': { name: 'bob', admin: false }, 'root-token': { name: 'root', admin: true } };
+  let shared: FastifyInstance;
+  const as = (token: string, method: 'GET' | 'POST', url: string, payload?: object) => shared.inject({ method, url, headers: { authorization: `Bearer ${token}` }, ...(payload ? { payload } : {}) });
+
+  beforeEach(async () => {
+    shared = await buildServer({ service: fake, callers: async (t) => tokens[t] ?? null, processMetrics: false });
+  });
+  afterEach(async () => {
+    await shared.close();
+  });
+
+  it('records the caller as the owner of what they submit, one job or a batch', async () => {
+    expect((await as('alice-token', 'POST', '/v1/jobs', spec)).json()).toMatchObject({ id: '1', owner: 'alice' });
+    const batch = await as('bob-token', 'POST', '/v1/jobs/batch', [spec, spec] as unknown as object);
+    expect(batch.json<{ jobs: { owner: string }[] }>().jobs.map((j) => j.owner)).toEqual(['bob', 'bob']);
+    expect((await as('bob-token', 'GET', '/v1/whoami')).json()).toEqual({ name: 'bob', admin: false });
+  });
+
+  it("answers another user's job as a missing one: record, logs, cancel, preempt", async () => {
+    await as('alice-token', 'POST', '/v1/jobs', { ...spec, env: { KEY: 'alice-secret' } });
+    fake.appendLog('1', 'stdout', 'alice log line\n');
+    for (const [method, url] of [['GET', '/v1/jobs/1'], ['GET', '/v1/jobs/1/logs'], ['POST', '/v1/jobs/1/cancel'], ['POST', '/v1/jobs/1/preempt']] as const) {
+      const res = await as('bob-token', method, url);
+      expect(res.statusCode, url).toBe(404);
+      expect(res.body, url).not.toMatch(/alice|KEY/);
+    }
+    expect(fake.jobs.get('1')!.state).toBe('queued');
+    expect((await as('bob-token', 'GET', '/v1/jobs')).json()).toEqual({ jobs: [] });
+    expect((await as('alice-token', 'GET', '/v1/jobs/1/logs')).json<{ text: string }>().text).toBe('alice log line\n');
+    expect((await as('root-token', 'GET', '/v1/jobs/1/logs')).json<{ text: string }>().text).toBe('alice log line\n');
+    expect((await as('root-token', 'POST', '/v1/jobs/1/cancel')).json()).toMatchObject({ state: 'cancelled', owner: 'alice' });
+  });
+
+  it('lets admins list one user with ?user=; users always get their own', async () => {
+    await as('alice-token', 'POST', '/v1/jobs', spec);
+    await as('bob-token', 'POST', '/v1/jobs', spec);
+    const ids = async (token: string, url: string) => (await as(token, 'GET', url)).json<{ jobs: { id: string }[] }>().jobs.map((j) => j.id);
+    expect(await ids('root-token', '/v1/jobs')).toEqual(['1', '2']);
+    expect(await ids('root-token', '/v1/jobs?user=bob')).toEqual(['2']);
+    expect(await ids('alice-token', '/v1/jobs?user=bob')).toEqual(['1']);
+  });
+
+  it('tells a missing token from a wrong one, in one line each', async () => {
+    const missing = await shared.inject({ method: 'GET', url: '/v1/jobs' });
+    expect(missing.json<{ error: { message: string } }>().error.message).toMatch(/^GET \/v1\/jobs needs a token: send `Authorization: Bearer <token>` with your user's token \(`migpool users add NAME` prints one/);
+    const wrong = await as('mallory-token', 'GET', '/v1/jobs');
+    expect(wrong.statusCode).toBe(401);
+    expect(wrong.json<{ error: { message: string } }>().error.message).toMatch(/^GET \/v1\/jobs: the token sent is no user's token \(mistyped, rotated or its user removed\)/);
+  });
+});

@@ -5,7 +5,8 @@ import YAML from 'yaml';
 import { parseJobSpec } from '../jobs/job-spec.js';
 import { MigpoolError } from '../errors.js';
 import { JOB_STATES, type JobFilter, type JobState } from '../store/types.js';
-import { bearerChecker, isPublicPath, MUTATING_METHODS, redactEnv, redactToken } from './auth.js';
+import { isPublicPath, MUTATING_METHODS, redactEnv, redactToken } from './auth.js';
+import { bearerToken, callerOf, eventFilter, setCaller, singleTokenCaller, visibleJob, type CallerLookup } from './users.js';
 import type { JobRecord } from '../store/types.js';
 import { DASHBOARD_CSS } from './dashboard-style.js';
 import { DASHBOARD_HTML } from './dashboard-page.js';
@@ -14,6 +15,7 @@ import { streamEvents } from './event-stream.js';
 import { createMetrics } from './metrics.js';
 import { openApiDocument } from './openapi.js';
 import {
+  callerSchema,
   errorSchema,
   eventQuerySchema,
   gpuListSchema,
@@ -31,8 +33,10 @@ import type { PoolService } from '../control/service-port.js';
 /** Options of {@link buildServer}. */
 export interface ServerOptions {
   readonly service: PoolService;
-  /** The bearer token that POST (and any other mutating) calls must carry. */
-  readonly token: string;
+  /** With no `callers`: the one bearer token every call carries, an admin's (named `admin`). */
+  readonly token?: string;
+  /** Who a bearer token belongs to (the store's users, see `storeCallers`); absent: `token` alone. */
+  readonly callers?: CallerLookup;
   /** fastify's logger: false (default), true, or pino options. `?token=` is redacted from logged URLs. */
   readonly logger?: boolean | object;
   /** Where the token is kept, named in 401 answers (default: "the `token` file of the data dir"). */
@@ -166,13 +170,15 @@ const DASHBOARD_CSP = "default-src 'self'; script-src 'self'; style-src 'self' '
 /**
  * The HTTP face of `migpool serve`: the REST API under /v1 (see `openapi.ts`), server-sent events,
  * Prometheus metrics at /metrics and the web dashboard at /. Every call but the dashboard's page,
- * its assets and the OpenAPI document needs `Authorization: Bearer <token>` (the event stream
+ * its assets and the OpenAPI document is made as a user, named by `Authorization: Bearer <token>`
+ * (see `users.ts`: a user sees only their own jobs, admins all; others' jobs answer 404) (the event stream
  * also takes `?token=`, for browsers' EventSource); env values are redacted in answers. The caller listens (loopback by default)
  * and closes; closing ends open event streams.
  */
 export async function buildServer(opts: ServerOptions): Promise<FastifyInstance> {
   const { service } = opts;
-  const authorized = bearerChecker(opts.token);
+  if (opts.callers === undefined && opts.token === undefined) throw new Error('buildServer: give callers or a token');
+  const callers = opts.callers ?? singleTokenCaller(opts.token!);
   const tokenWhere = opts.tokenFile ?? 'the `token` file of the data dir that `migpool serve` uses (~/.local/share/migpool/token by default)';
   const app = Fastify({ logger: loggerOption(opts.logger) });
   const metrics = createMetrics(service, { processMetrics: opts.processMetrics ?? true });
@@ -209,17 +215,20 @@ export async function buildServer(opts: ServerOptions): Promise<FastifyInstance>
       );
     }
     const path = request.url.split('?')[0] ?? '';
-    const open = !MUTATING_METHODS.has(request.method) && isPublicPath(path);
+    if (!MUTATING_METHODS.has(request.method) && isPublicPath(path)) return;
     // EventSource cannot send headers: the event stream alone also takes `?token=` (redacted from logs).
     const queryToken = request.method === 'GET' && path === '/v1/events' ? (request.query as { token?: unknown }).token : undefined;
-    const fromQuery = typeof queryToken === 'string' && authorized(`Bearer ${queryToken}`);
-    if (!open && !fromQuery && !authorized(request.headers.authorization)) {
+    const token = bearerToken(request.headers.authorization) ?? (typeof queryToken === 'string' && queryToken !== '' ? queryToken : undefined);
+    const caller = token === undefined ? null : await callers(token);
+    if (caller === null) {
+      const how = `send \`Authorization: Bearer <token>\` with your user's token (\`migpool users add NAME\` prints one; the admin's is in ${tokenWhere}; open the dashboard as /?token=...)`;
       throw new ApiError(
         401,
         'UNAUTHORIZED',
-        `${request.method} ${path} needs the service's token: send \`Authorization: Bearer <token>\` with the token from ${tokenWhere} (the migpool CLI reads it for you; open the dashboard as /?token=...)`,
+        token === undefined ? `${request.method} ${path} needs a token: ${how}` : `${request.method} ${path}: the token sent is no user's token (mistyped, rotated or its user removed): ${how}`,
       );
     }
+    setCaller(request, caller);
   });
   app.addHook('onSend', async (_request, reply) => {
     reply.header('x-content-type-options', 'nosniff');
@@ -255,7 +264,7 @@ export async function buildServer(opts: ServerOptions): Promise<FastifyInstance>
       },
     },
     async (request, reply) => {
-      const job = await service.submit(request.body);
+      const job = await service.submit(request.body, { owner: callerOf(request).name });
       return reply.code(201).header('location', `/v1/jobs/${encodeURIComponent(job.id)}`).send(redacted(job));
     },
   );
@@ -268,20 +277,24 @@ export async function buildServer(opts: ServerOptions): Promise<FastifyInstance>
       validatorCompiler: () => (data: unknown) => (Array.isArray(data) && data.length > 0 && data.length <= 10_000 ? true : { error: new Error('give a list of 1 to 10000 job specs') }),
     },
     async (request, reply) => {
-      const jobs = await service.submitMany(request.body as unknown[]);
+      const jobs = await service.submitMany(request.body as unknown[], { owner: callerOf(request).name });
       return reply.code(201).send({ jobs: jobs.map(redacted) });
     },
   );
 
-  app.get<{ Querystring: { state?: string[]; priority?: 'foreground' | 'background'; after?: string; limit?: number; order?: 'asc' | 'desc' } }>(
+  app.get<{ Querystring: { state?: string[]; priority?: 'foreground' | 'background'; user?: string; after?: string; limit?: number; order?: 'asc' | 'desc' } }>(
     '/v1/jobs',
     { schema: { querystring: jobListQuerySchema, response: { 200: jobListSchema, ...errorResponses } } },
     async (request) => {
       const q = request.query;
       const states = parseStates(q.state);
+      // Users list their own jobs; admins everyone's, or one user's with `?user=`.
+      const caller = callerOf(request);
+      const owner = caller.admin ? q.user : caller.name;
       const filter: JobFilter = {
         ...(states !== undefined ? { states } : {}),
         ...(q.priority !== undefined ? { priority: q.priority } : {}),
+        ...(owner !== undefined ? { owner } : {}),
         ...(q.after !== undefined ? { after: q.after } : {}),
         ...(q.limit !== undefined ? { limit: q.limit } : {}),
         ...(q.order !== undefined ? { order: q.order } : {}),
@@ -291,20 +304,20 @@ export async function buildServer(opts: ServerOptions): Promise<FastifyInstance>
   );
 
   app.get<{ Params: { id: string } }>('/v1/jobs/:id', { schema: { params: jobIdParamsSchema, response: { 200: jobRecordSchema, ...errorResponses } } }, async (request) => {
-    const job = await service.getJob(request.params.id);
+    const job = await visibleJob(service, callerOf(request), request.params.id);
     if (job === null) throw notFound(`no job ${request.params.id}: list the jobs with GET /v1/jobs (or \`migpool jobs\`)`);
     return redacted(job);
   });
 
   app.post<{ Params: { id: string } }>('/v1/jobs/:id/cancel', { schema: { params: jobIdParamsSchema, response: { 200: jobRecordSchema, ...errorResponses } } }, async (request) => {
-    const job = await service.cancel(request.params.id);
+    const job = (await visibleJob(service, callerOf(request), request.params.id)) && (await service.cancel(request.params.id));
     if (job === null) throw notFound(`no job ${request.params.id} to cancel: list the jobs with GET /v1/jobs (or \`migpool jobs\`)`);
     return redacted(job);
   });
 
   app.post<{ Params: { id: string } }>('/v1/jobs/:id/preempt', { schema: { params: jobIdParamsSchema, response: { 200: jobRecordSchema, ...errorResponses } } }, async (request) => {
     if (!service.preempt) throw new ApiError(501, 'NOT_IMPLEMENTED', 'this service cannot preempt jobs');
-    const job = await service.preempt(request.params.id);
+    const job = (await visibleJob(service, callerOf(request), request.params.id)) && (await service.preempt(request.params.id));
     if (job === null) throw notFound(`no job ${request.params.id} to preempt: list the jobs with GET /v1/jobs (or \`migpool jobs\`)`);
     return redacted(job);
   });
@@ -314,11 +327,13 @@ export async function buildServer(opts: ServerOptions): Promise<FastifyInstance>
     { schema: { params: jobIdParamsSchema, querystring: logQuerySchema, response: { 200: logChunkSchema, ...errorResponses } } },
     async (request) => {
       const { stream, offset, limit } = request.query;
-      const chunk = await service.readLog(request.params.id, stream, offset, limit);
+      const chunk = (await visibleJob(service, callerOf(request), request.params.id)) && (await service.readLog(request.params.id, stream, offset, limit));
       if (chunk === null) throw notFound(`no job ${request.params.id}: list the jobs with GET /v1/jobs (or \`migpool jobs\`)`);
       return chunk;
     },
   );
+
+  app.get('/v1/whoami', { schema: { response: { 200: callerSchema, ...errorResponses } } }, async (request) => callerOf(request));
 
   app.get('/v1/gpus', { schema: { response: { 200: gpuListSchema, ...errorResponses } } }, async () => ({ gpus: await service.gpus() }));
   app.get('/v1/stats', { schema: { response: { 200: statsSchema, ...errorResponses } } }, async () => service.stats());
@@ -331,7 +346,8 @@ export async function buildServer(opts: ServerOptions): Promise<FastifyInstance>
       afterSeq = Number(header.trim());
     }
     reply.hijack();
-    const stop = streamEvents(service, reply.raw, { afterSeq, heartbeatMs: opts.heartbeatMs ?? 15_000 });
+    const filter = eventFilter(service, callerOf(request));
+    const stop = streamEvents(service, reply.raw, { afterSeq, heartbeatMs: opts.heartbeatMs ?? 15_000, ...(filter ? { filter } : {}) });
     streams.add(stop);
     reply.raw.on('close', () => streams.delete(stop));
   });

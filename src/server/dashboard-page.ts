@@ -53,7 +53,7 @@ export const DASHBOARD_HTML = `<!doctype html>
     <div class="panel-head"><h2 id="jobs-title">Jobs</h2><span class="hint">latest 200 · click a job for its details and log</span></div>
     <div class="table-wrap">
       <table id="jobs" class="jobs">
-        <thead><tr><th>ID</th><th>Name</th><th>State</th><th>Priority</th><th>Request</th><th>Placement</th><th>Attempt</th><th>Submitted</th><th>Run time</th><th>Exit</th><th>Progress / waiting for</th></tr></thead>
+        <thead><tr><th>ID</th><th>Name</th><th>User</th><th>State</th><th>Priority</th><th>Request</th><th>Placement</th><th>Attempt</th><th>Submitted</th><th>Run time</th><th>Exit</th><th>Progress / waiting for</th></tr></thead>
         <tbody></tbody>
       </table>
     </div>

@@ -208,6 +208,7 @@ export const DASHBOARD_SCRIPT = String.raw`
         el('span', { className: 'id', text: '#' + job.id }),
         el('span', { className: 'dot', style: { background: jobColor(job.id) } }),
         el('span', { className: 'qname', text: job.spec.name }),
+        job.owner ? el('span', { className: 'owner', text: job.owner }) : null,
         el('span', { className: 'req ' + (job.spec.priority === 'background' ? 'bg' : 'fg'), text: request(job.spec) + (job.spec.priority === 'background' ? ' · bg' : '') }),
         el('span', { className: 'wait', title: 'waiting', text: age(now - job.submittedAt) }),
         job.pending ? el('span', { className: 'why', text: job.pending }) : null,
@@ -218,7 +219,7 @@ export const DASHBOARD_SCRIPT = String.raw`
   function renderJobs() {
     var body = clear($('jobs').tBodies[0]);
     if (!state.recent.length) {
-      body.appendChild(el('tr', {}, [el('td', { colspan: '11', className: 'empty', text: 'no jobs yet: submit one with migpool submit FILE' })]));
+      body.appendChild(el('tr', {}, [el('td', { colspan: '12', className: 'empty', text: 'no jobs yet: submit one with migpool submit FILE' })]));
       return;
     }
     var now = Date.now();
@@ -226,6 +227,7 @@ export const DASHBOARD_SCRIPT = String.raw`
       body.appendChild(el('tr', { 'data-job': job.id, className: job.id === state.selected ? 'selected' : '', onclick: function () { openJob(job.id); } }, [
         el('td', { text: job.id }),
         el('td', {}, [el('span', { className: 'dot', style: { background: jobColor(job.id) } }), job.spec.name]),
+        el('td', { className: 'owner', text: job.owner || '' }),
         el('td', {}, [stateBadge(job.state)]),
         el('td', { className: job.spec.priority === 'background' ? 'bg' : 'fg', text: job.spec.priority }),
         el('td', { text: request(job.spec) }),
@@ -292,6 +294,7 @@ export const DASHBOARD_SCRIPT = String.raw`
     var dl = clear($('d-facts'));
     var fmt = function (t) { return t == null ? '' : new Date(t).toLocaleString(); };
     [].concat(
+      fact('user', job.owner),
       fact('command', job.spec.command.join(' ')),
       fact('workdir', job.spec.workdir),
       fact('workload', job.spec.workload),

@@ -61,6 +61,7 @@ main { padding: 16px 20px 40px; display: flex; flex-direction: column; gap: 16px
 .queue li:hover { background: #f7f9fc; }
 .queue .id { color: var(--muted); font-variant-numeric: tabular-nums; min-width: 2.5em; }
 .queue .qname { font-weight: 600; flex: 1; min-width: 0; overflow: hidden; text-overflow: ellipsis; white-space: nowrap; }
+.queue .owner, td.owner { color: var(--muted); font-size: 12px; }
 .queue .req, .queue .wait { color: var(--muted); font-size: 12px; white-space: nowrap; }
 .empty { color: var(--muted); font-style: italic; margin: 6px 0; }
 .charts { display: grid; grid-template-columns: 1fr 1fr; gap: 10px; }

@@ -12,6 +12,8 @@ export interface EventStreamOptions {
   readonly pageSize?: number;
   /** A client this far behind (bytes buffered) is dropped; it reconnects with Last-Event-ID. */
   readonly maxBufferedBytes?: number;
+  /** Which events this client may see (e.g. a user's own jobs'); absent: all. Order is kept. */
+  readonly filter?: (event: EventRecord) => Promise<boolean>;
 }
 
 /** One server-sent event: `id`, `event` (the type) and the record as JSON. */
@@ -33,11 +35,23 @@ export function streamEvents(service: PoolService, res: ServerResponse, options:
   const held: EventRecord[] = [];
   let closed = false;
 
+  const write = (event: EventRecord): void => {
+    if (closed) return;
+    res.write(formatEvent(event));
+    if (res.writableLength > maxBuffered) stop();
+  };
+  // With a filter, each event waits for the verdicts on those before it, so the order holds;
+  // `lastSent` counts the events passed over too (it is the replay's cursor).
+  const { filter } = options;
+  let verdicts: Promise<void> = Promise.resolve();
   const send = (event: EventRecord): void => {
     if (closed || event.seq <= lastSent) return;
     lastSent = event.seq;
-    res.write(formatEvent(event));
-    if (res.writableLength > maxBuffered) stop();
+    if (filter === undefined) return write(event);
+    const verdict = filter(event).catch(() => false);
+    verdicts = verdicts.then(async () => {
+      if (await verdict) write(event);
+    });
   };
   const unsubscribe = service.subscribe((event) => {
     if (replaying) held.push(event);

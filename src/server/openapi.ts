@@ -1,4 +1,5 @@
 import {
+  callerSchema,
   errorSchema,
   eventQuerySchema,
   eventRecordSchema,
@@ -32,6 +33,7 @@ const COMPONENTS: Readonly<Record<string, JsonSchema>> = {
   GpuList: gpuListSchema,
   ServiceStats: statsSchema,
   EventRecord: eventRecordSchema,
+  Caller: callerSchema,
   Error: errorSchema,
 };
 
@@ -58,10 +60,10 @@ const json = (name: keyof typeof COMPONENTS & string, description: string) => ({
 
 const errors = {
   '400': json('Error', 'Bad input: the message says what and where (`path`), and how to fix it.'),
-  '404': json('Error', 'No such job or route.'),
+  '404': json('Error', "No such job or route, or another user's job (users see only their own)."),
   '500': json('Error', 'The service failed.'),
 };
-const unauthorized = { '401': json('Error', 'Missing or wrong bearer token (it is in the `token` file of the data dir).') };
+const unauthorized = { '401': json('Error', "Missing bearer token, or no user's token (`migpool users add` prints one; the admin's is in the `token` file of the data dir).") };
 
 function queryParameters(schema: JsonSchema): object[] {
   const properties = (schema['properties'] ?? {}) as Record<string, JsonSchema>;
@@ -82,7 +84,7 @@ export function openApiDocument(version: string): Record<string, unknown> {
       title: 'migpool',
       version,
       description:
-        'Training jobs on a pool of NVIDIA MIG slices. Every call needs `Authorization: Bearer <token>` with the token from `<data dir>/token`, reads included (jobs carry their env, logs their output); only this document and the dashboard\'s page and assets are open. Env values are redacted in answers (`[redacted: N chars]`).',
+        'Training jobs on a pool of NVIDIA MIG slices. Every call is made as a user and needs `Authorization: Bearer <token>` with that user\'s token (`migpool users add NAME` prints it; the admin\'s is in `<data dir>/token`), reads included (jobs carry their env, logs their output); only this document and the dashboard\'s page and assets are open. A user sees, cancels and reads the logs of their own jobs only (another user\'s job answers 404); admins all. Each job records its `owner`. Env values are redacted in answers (`[redacted: N chars]`).',
     },
     security: secured,
     paths: {
@@ -156,6 +158,13 @@ export function openApiDocument(version: string): Record<string, unknown> {
           responses: { '200': json('LogChunk', 'Text from `offset`, the next offset, and whether the log is complete.'), ...errors, ...unauthorized },
         },
       },
+      '/v1/whoami': {
+        get: {
+          operationId: 'whoami',
+          summary: 'The user the token belongs to',
+          responses: { '200': json('Caller', 'The user.'), ...errors, ...unauthorized },
+        },
+      },
       '/v1/gpus': {
         get: {
           operationId: 'listGpus',
@@ -196,7 +205,7 @@ export function openApiDocument(version: string): Record<string, unknown> {
     },
     components: {
       securitySchemes: {
-        bearer: { type: 'http', scheme: 'bearer', description: 'The token in `<data dir>/token` (created by `migpool serve` on first start).' },
+        bearer: { type: 'http', scheme: 'bearer', description: "A user's token: `migpool users add NAME` prints it once; the admin's is in `<data dir>/token` (created by `migpool serve` on first start)." },
       },
       schemas: Object.fromEntries(Object.entries(COMPONENTS).map(([name, schema]) => [name, withRefs(schema)])),
     },

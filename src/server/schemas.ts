@@ -123,6 +123,7 @@ export const jobRecordSchema: JsonSchema = {
     exitCode: { type: ['integer', 'null'] },
     reason: { type: ['string', 'null'] },
     cancelRequested: { type: 'boolean' },
+    owner: { type: ['string', 'null'], description: 'the user who submitted the job (null for jobs from before users existed)' },
     preemptions: { type: 'integer', description: 'attempts the service stopped to move the job (they do not count against retries)' },
     pending: { type: ['string', 'null'], description: 'why a queued job waits, in words (the policy says, or the generic explanation)' },
     progress: {
@@ -283,6 +284,7 @@ export const jobListQuerySchema: JsonSchema = {
   properties: {
     state: { type: 'array', items: { type: 'string' }, description: `one or more of ${JOB_STATES.join(', ')}, comma-separated or repeated` },
     priority: priorityEnum,
+    user: { type: 'string', maxLength: 64, description: "admins: only this user's jobs (other users always get their own jobs only)" },
     after: { type: 'string', maxLength: 64, description: 'only ids after this one (in the order asked for)' },
     limit: { type: 'integer', minimum: 1, maximum: 10000 },
     order: { type: 'string', enum: ['asc', 'desc'], default: 'asc' },
@@ -305,5 +307,15 @@ export const eventQuerySchema: JsonSchema = {
   properties: {
     after: { type: 'integer', minimum: 0, description: 'replay events after this seq first (like the Last-Event-ID header)' },
     token: { type: 'string', description: 'the bearer token, for browsers (EventSource cannot send headers)' },
+  },
+};
+
+/** Who the token belongs to (`GET /v1/whoami`). */
+export const callerSchema: JsonSchema = {
+  type: 'object',
+  required: ['name', 'admin'],
+  properties: {
+    name: { type: 'string', description: 'the user the token belongs to' },
+    admin: { type: 'boolean', description: 'admins see and cancel every job; other users their own only' },
   },
 };

@@ -1,9 +1,26 @@
-import { mkdirSync } from 'node:fs';
+import { chmodSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { badInput, MigpoolError } from '../errors.js';
 import { openPostgresStore, redactUrl } from './postgres.js';
 import { openSqliteStore } from './sqlite.js';
 import type { Store } from './types.js';
+
+/**
+ * Makes the database and its WAL and shared-memory files (SQLite names them `-wal`, `-shm`) readable
+ * by their owner only: they hold jobs' env values, and the data dir may be passable for jobs run as
+ * other users (see control/run-as.ts). SQLite creates the -wal and -shm files with the database
+ * file's permissions (findCreateFileMode in SQLite's os_unix.c; seen here: a 0600 database got
+ * 0600 -wal and -shm files). Missing files are left alone.
+ */
+function privateFiles(db: string): void {
+  for (const path of [db, `${db}-wal`, `${db}-shm`]) {
+    try {
+      chmodSync(path, 0o600);
+    } catch {
+      // Not there (yet): SQLite gives it the database's mode when it makes it.
+    }
+  }
+}
 
 export interface OpenStoreOptions {
   /** The service's data folder; the SQLite store lives in `<dataDir>/migpool.db`. Created if missing. */
@@ -33,6 +50,7 @@ export async function openStore(opts: OpenStoreOptions): Promise<Store> {
       throw new MigpoolError('RUNTIME', `data dir ${opts.dataDir}: cannot create it (${(e as Error).message}); choose a writable folder`);
     }
     store = openSqliteStore(join(opts.dataDir, 'migpool.db'));
+    privateFiles(join(opts.dataDir, 'migpool.db'));
   }
   try {
     await store.init();

@@ -21,7 +21,8 @@ import {
   type EventRow,
   type JobRow,
 } from './records.js';
-import type { EventRecord, JobFilter, JobPatch, JobRecord, JobState, NewEvent, Store } from './types.js';
+import type { EventRecord, InsertJobOptions, JobFilter, JobPatch, JobRecord, JobState, NewEvent, NewUser, Store, UserPatch, UserRecord } from './types.js';
+import { checkTokenHash, checkUserName, insertUserSql, updateUserSql, userExists, userFromRow, type UserRow } from './users.js';
 
 export interface PostgresStoreOptions {
   /**
@@ -171,21 +172,22 @@ class PostgresStore implements Store {
     await this.closing;
   }
 
-  async insertJob(spec: JobSpecInput, now: number): Promise<JobRecord> {
-    return (await this.insertJobs([spec], now))[0]!;
+  async insertJob(spec: JobSpecInput, now: number, options?: InsertJobOptions): Promise<JobRecord> {
+    return (await this.insertJobs([spec], now, options))[0]!;
   }
 
   /** One statement for the whole batch: the specs travel as one JSON array, ids follow its order. */
-  async insertJobs(specs: readonly JobSpecInput[], now: number): Promise<JobRecord[]> {
+  async insertJobs(specs: readonly JobSpecInput[], now: number, options: InsertJobOptions = {}): Promise<JobRecord[]> {
     checkTime('insertJobs: now', now);
+    const owner = options.owner === undefined ? null : checkUserName(options.owner, 'store: insertJobs: owner');
     this.usable();
     if (specs.length === 0) return [];
     const json = `[${specs.map((s, i) => encodeSpec(s, i).json).join(',')}]`;
     const rows = await this.query<JobRow>(
-      `INSERT INTO jobs (spec, priority, submitted_at)
-       SELECT e.spec, e.spec->>'priority', $2::bigint FROM jsonb_array_elements($1::jsonb) WITH ORDINALITY AS e (spec, ord) ORDER BY e.ord
+      `INSERT INTO jobs (spec, priority, submitted_at, owner)
+       SELECT e.spec, e.spec->>'priority', $2::bigint, $3::text FROM jsonb_array_elements($1::jsonb) WITH ORDINALITY AS e (spec, ord) ORDER BY e.ord
        RETURNING *`,
-      [json, now],
+      [json, now, owner],
     );
     return rows.map(jobFromRow).sort((a, b) => Number(a.id) - Number(b.id));
   }
@@ -255,5 +257,42 @@ class PostgresStore implements Store {
   async putSetting(key: string, value: string): Promise<void> {
     checkSetting(key, value);
     await this.query('INSERT INTO settings (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value', [key, value]);
+  }
+
+  async listUsers(): Promise<UserRecord[]> {
+    return (await this.query<UserRow>('SELECT * FROM users ORDER BY name')).map(userFromRow);
+  }
+
+  async getUser(name: string): Promise<UserRecord | null> {
+    const rows = await this.query<UserRow>('SELECT * FROM users WHERE name = $1', [name]);
+    return rows[0] ? userFromRow(rows[0]) : null;
+  }
+
+  async userByTokenHash(tokenHash: string): Promise<UserRecord | null> {
+    const rows = await this.query<UserRow>('SELECT * FROM users WHERE token_hash = $1', [checkTokenHash(tokenHash)]);
+    return rows[0] ? userFromRow(rows[0]) : null;
+  }
+
+  async insertUser(user: NewUser, tokenHash: string, now: number): Promise<UserRecord> {
+    checkTime('insertUser: now', now);
+    const q = insertUserSql(user, tokenHash, now, POSTGRES);
+    try {
+      return userFromRow((await this.query<UserRow>(q.sql, q.params))[0]!);
+    } catch (err) {
+      // 23505: unique_violation (PostgreSQL's error codes, Appendix A of its manual).
+      if (err instanceof MigpoolError && err.details['code'] === '23505' && /users_pkey/.test(err.message)) throw userExists(user.name);
+      throw err;
+    }
+  }
+
+  async updateUser(name: string, patch: UserPatch): Promise<UserRecord | null> {
+    const q = updateUserSql(name, patch, POSTGRES);
+    if (q === null) return this.getUser(name);
+    const rows = await this.query<UserRow>(q.sql, q.params);
+    return rows[0] ? userFromRow(rows[0]) : null;
+  }
+
+  async deleteUser(name: string): Promise<boolean> {
+    return (await this.query<{ name: string }>('DELETE FROM users WHERE name = $1 RETURNING name', [name])).length > 0;
   }
 }

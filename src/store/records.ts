@@ -48,6 +48,7 @@ export interface ListQuery {
   /** null: any state. */
   readonly states: readonly JobState[] | null;
   readonly priority: JobSpecInput['priority'] | null;
+  readonly owner: string | null;
   readonly after: number | null;
   readonly limit: number | null;
   readonly order: 'asc' | 'desc';
@@ -63,6 +64,8 @@ export function checkFilter(filter: JobFilter = {}): ListQuery {
   if (priority !== null && !PRIORITIES.includes(priority)) {
     throw badInput(`store: listJobs: unknown priority ${JSON.stringify(priority)}; use foreground or background`);
   }
+  const owner = filter.owner ?? null;
+  if (owner !== null && (typeof owner !== 'string' || owner === '')) throw badInput(`store: listJobs: owner must be a user name, got ${JSON.stringify(owner)}`);
   let after: number | null = null;
   if (filter.after !== undefined) {
     after = filter.after === '0' ? 0 : parseJobId(filter.after);
@@ -71,7 +74,7 @@ export function checkFilter(filter: JobFilter = {}): ListQuery {
   const limit = filter.limit === undefined ? null : integer('listJobs: limit', filter.limit, 0);
   const order = filter.order ?? 'asc';
   if (order !== 'asc' && order !== 'desc') throw badInput(`store: listJobs: order must be asc or desc, got ${JSON.stringify(order)}`);
-  return { states, priority, after, limit, order };
+  return { states, priority, owner, after, limit, order };
 }
 
 /** How one SQL dialect writes a bound parameter (1-based) and a boolean value. */
@@ -91,6 +94,7 @@ export function listJobsSql(q: ListQuery, d: Dialect): { sql: string; params: un
   };
   if (q.states) where.push(`state IN (${q.states.map(bind).join(', ')})`);
   if (q.priority !== null) where.push(`priority = ${bind(q.priority)}`);
+  if (q.owner !== null) where.push(`owner = ${bind(q.owner)}`);
   if (q.after !== null) where.push(`id ${q.order === 'asc' ? '>' : '<'} ${bind(q.after)}`);
   let sql = 'SELECT * FROM jobs';
   if (where.length > 0) sql += ` WHERE ${where.join(' AND ')}`;
@@ -163,6 +167,7 @@ export interface JobRow {
   readonly reason: string | null;
   readonly cancel_requested: number | boolean;
   readonly preemptions?: number | string | null;
+  readonly owner?: string | null;
 }
 
 /** JSON columns only ever hold objects, so a string is JSON text still to parse. */
@@ -191,6 +196,7 @@ export function jobFromRow(row: JobRow): JobRecord {
     reason: row.reason,
     cancelRequested: Boolean(row.cancel_requested),
     preemptions: Number(row.preemptions ?? 0),
+    owner: row.owner ?? null,
   };
 }
 

@@ -45,4 +45,21 @@ export const SQLITE_MIGRATIONS: readonly Migration[] = [
     name: 'jobs.preemptions',
     sql: `ALTER TABLE jobs ADD COLUMN preemptions INTEGER NOT NULL DEFAULT 0;`,
   },
+  {
+    version: 3,
+    name: 'users, jobs.owner',
+    sql: `
+      CREATE TABLE users (
+        name TEXT PRIMARY KEY,
+        token_hash TEXT NOT NULL UNIQUE,
+        admin INTEGER NOT NULL DEFAULT 0 CHECK (admin IN (0, 1)),
+        weight REAL NOT NULL DEFAULT 1 CHECK (weight > 0),
+        quota_gpus REAL CHECK (quota_gpus IS NULL OR quota_gpus >= 0),
+        unix_user TEXT,
+        created_at INTEGER NOT NULL
+      ) STRICT;
+      ALTER TABLE jobs ADD COLUMN owner TEXT;
+      CREATE INDEX jobs_owner ON jobs (owner, id);
+    `,
+  },
 ];

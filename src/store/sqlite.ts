@@ -21,7 +21,8 @@ import {
   type JobRow,
 } from './records.js';
 import { SQLITE_MIGRATIONS } from './sqlite-schema.js';
-import type { EventRecord, JobFilter, JobPatch, JobRecord, JobState, NewEvent, Store } from './types.js';
+import type { EventRecord, InsertJobOptions, JobFilter, JobPatch, JobRecord, JobState, NewEvent, NewUser, Store, UserPatch, UserRecord } from './types.js';
+import { checkTokenHash, checkUserName, insertUserSql, updateUserSql, userExists, userFromRow, type UserRow } from './users.js';
 
 export interface SqliteStoreOptions {
   /** How long a write waits for another process's write lock, in ms. Default 5000. */
@@ -124,17 +125,18 @@ class SqliteStore implements Store {
     this.db.close();
   }
 
-  async insertJob(spec: JobSpecInput, now: number): Promise<JobRecord> {
-    return (await this.insertJobs([spec], now))[0]!;
+  async insertJob(spec: JobSpecInput, now: number, options?: InsertJobOptions): Promise<JobRecord> {
+    return (await this.insertJobs([spec], now, options))[0]!;
   }
 
-  async insertJobs(specs: readonly JobSpecInput[], now: number): Promise<JobRecord[]> {
+  async insertJobs(specs: readonly JobSpecInput[], now: number, options: InsertJobOptions = {}): Promise<JobRecord[]> {
     checkTime('insertJobs: now', now);
-    const insert = this.stmt('INSERT INTO jobs (spec, priority, submitted_at) VALUES (?, ?, ?)');
+    const owner = options.owner === undefined ? null : checkUserName(options.owner, 'store: insertJobs: owner');
+    const insert = this.stmt('INSERT INTO jobs (spec, priority, submitted_at, owner) VALUES (?, ?, ?, ?)');
     const insertAll = this.db.transaction(() =>
       specs.map((spec, i) => {
         const { json, priority } = encodeSpec(spec, i);
-        return { id: insert.run(json, priority, now).lastInsertRowid, json };
+        return { id: insert.run(json, priority, now, owner).lastInsertRowid, json };
       }),
     );
     return this.run(insertAll).map(({ id, json }) => ({
@@ -152,6 +154,7 @@ class SqliteStore implements Store {
       reason: null,
       cancelRequested: false,
       preemptions: 0,
+      owner,
     }));
   }
 
@@ -215,5 +218,49 @@ class SqliteStore implements Store {
     checkSetting(key, value);
     const statement = this.stmt('INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value');
     this.run(() => statement.run(key, value));
+  }
+
+  async listUsers(): Promise<UserRecord[]> {
+    const statement = this.stmt('SELECT * FROM users ORDER BY name');
+    return this.run(() => statement.all() as UserRow[]).map(userFromRow);
+  }
+
+  async getUser(name: string): Promise<UserRecord | null> {
+    const statement = this.stmt('SELECT * FROM users WHERE name = ?');
+    const row = this.run(() => statement.get(name) as UserRow | undefined);
+    return row ? userFromRow(row) : null;
+  }
+
+  async userByTokenHash(tokenHash: string): Promise<UserRecord | null> {
+    const statement = this.stmt('SELECT * FROM users WHERE token_hash = ?');
+    const row = this.run(() => statement.get(checkTokenHash(tokenHash)) as UserRow | undefined);
+    return row ? userFromRow(row) : null;
+  }
+
+  async insertUser(user: NewUser, tokenHash: string, now: number): Promise<UserRecord> {
+    checkTime('insertUser: now', now);
+    const q = insertUserSql(user, tokenHash, now, SQLITE);
+    const statement = this.stmt(q.sql);
+    return this.run(() => {
+      try {
+        return userFromRow(statement.get(...q.params) as UserRow);
+      } catch (err) {
+        if (err instanceof Database.SqliteError && err.code === 'SQLITE_CONSTRAINT_PRIMARYKEY') throw userExists(user.name);
+        throw err;
+      }
+    });
+  }
+
+  async updateUser(name: string, patch: UserPatch): Promise<UserRecord | null> {
+    const q = updateUserSql(name, patch, SQLITE);
+    if (q === null) return this.getUser(name);
+    const statement = this.stmt(q.sql);
+    const row = this.run(() => statement.get(...q.params) as UserRow | undefined);
+    return row ? userFromRow(row) : null;
+  }
+
+  async deleteUser(name: string): Promise<boolean> {
+    const statement = this.stmt('DELETE FROM users WHERE name = ?');
+    return this.run(() => statement.run(name).changes > 0);
   }
 }

@@ -6,7 +6,8 @@ import type { JobSpecInput } from '../jobs/job-spec.js';
  * both pass the one conformance suite in `conformance.ts`.
  *
  * Deliberately left out: GPU layouts (the GPUs themselves are the truth; the service reads them
- * back at start), log text (files beside the data dir), users and quotas.
+ * back at start), log text (files beside the data dir), tokens in clear (users' tokens are kept
+ * as SHA-256 hashes only).
  *
  * All times are milliseconds since the Unix epoch, passed in by the caller (the store never reads
  * a clock). Every method is atomic.
@@ -17,9 +18,9 @@ export interface Store {
   close(): Promise<void>;
 
   /** Adds a queued job; ids are increasing decimal strings (`"1"`, `"2"`, ...). */
-  insertJob(spec: JobSpecInput, now: number): Promise<JobRecord>;
+  insertJob(spec: JobSpecInput, now: number, options?: InsertJobOptions): Promise<JobRecord>;
   /** Adds many queued jobs in one transaction, in order. */
-  insertJobs(specs: readonly JobSpecInput[], now: number): Promise<JobRecord[]>;
+  insertJobs(specs: readonly JobSpecInput[], now: number, options?: InsertJobOptions): Promise<JobRecord[]>;
   getJob(id: string): Promise<JobRecord | null>;
   /** Jobs matching the filter, by id ascending (or descending with `order: 'desc'`). */
   listJobs(filter?: JobFilter): Promise<JobRecord[]>;
@@ -40,7 +41,55 @@ export interface Store {
   /** Small key/value settings (e.g. the service's token hash, schema notes). */
   getSetting(key: string): Promise<string | null>;
   putSetting(key: string, value: string): Promise<void>;
+
+  /** Every user, by name: who may call the API, with their share of the pool (see `UserRecord`). */
+  listUsers(): Promise<UserRecord[]>;
+  getUser(name: string): Promise<UserRecord | null>;
+  /** The user whose token hashes to `tokenHash` (hex SHA-256), or null. */
+  userByTokenHash(tokenHash: string): Promise<UserRecord | null>;
+  /** Adds a user; BAD_INPUT when the name is taken. */
+  insertUser(user: NewUser, tokenHash: string, now: number): Promise<UserRecord>;
+  /** Changes a user (undefined: unchanged); null when there is no such user. */
+  updateUser(name: string, patch: UserPatch): Promise<UserRecord | null>;
+  /** Removes a user (their jobs keep their owner's name); false when there was none. */
+  deleteUser(name: string): Promise<boolean>;
 }
+
+/** Options of `insertJobs`. */
+export interface InsertJobOptions {
+  /** The user who submits the jobs (`JobRecord.owner`); absent: none (jobs of a pool without users). */
+  readonly owner?: string;
+}
+
+/**
+ * A user of `migpool serve`: every API call is made as one. `admin` users see and cancel every
+ * job; others only their own. `weight` and `quotaGpus` are their claim on the pool (the policy's
+ * `ClusterView.users`); `unixUser` the account their jobs run as when the service runs as root.
+ */
+export interface UserRecord {
+  readonly name: string;
+  readonly admin: boolean;
+  /** Relative share of the pool under contention [1]. */
+  readonly weight: number;
+  /** Most GPUs' worth of compute slices their running jobs may hold, or null for no limit. */
+  readonly quotaGpus: number | null;
+  /** The Unix account their jobs run as (when the service runs as root), or null: the service's own. */
+  readonly unixUser: string | null;
+  /** ms since the Unix epoch. */
+  readonly createdAt: number;
+}
+
+/** What `insertUser` takes (defaults: not admin, weight 1, no quota, no Unix user). */
+export interface NewUser {
+  readonly name: string;
+  readonly admin?: boolean;
+  readonly weight?: number;
+  readonly quotaGpus?: number | null;
+  readonly unixUser?: string | null;
+}
+
+/** Fields `updateUser` may change (undefined: unchanged; null: cleared); `tokenHash` replaces the token. */
+export type UserPatch = Partial<Pick<UserRecord, 'admin' | 'weight' | 'quotaGpus' | 'unixUser'>> & { readonly tokenHash?: string };
 
 /**
  * A job's life: `queued` → `starting` (placement chosen and written, process not yet confirmed) →
@@ -86,6 +135,8 @@ export interface JobRecord {
   /** Why it ended, failed or went back to the queue, in words. */
   readonly reason: string | null;
   readonly cancelRequested: boolean;
+  /** The user who submitted the job; null for jobs written before users existed (schema version 3) or without one. */
+  readonly owner?: string | null;
   /**
    * Attempts that ended because the service preempted them (not failures: they do not use up
    * `retries`). Absent in records written before schema version 2: read as 0.
@@ -113,6 +164,8 @@ export type JobPatch = Partial<Pick<JobRecord, 'state' | 'startedAt' | 'endedAt'
 export interface JobFilter {
   readonly states?: readonly JobState[];
   readonly priority?: JobSpecInput['priority'];
+  /** Only the jobs of this user (`JobRecord.owner`). */
+  readonly owner?: string;
   /** Only ids greater than this (paging ascending) or less (descending). */
   readonly after?: string;
   readonly limit?: number;

@@ -13,7 +13,7 @@ export function withServiceOptions(cmd: Command): Command {
   return cmd
     .option('--data-dir <dir>', 'the data dir of `migpool serve`, for its address and token (default $MIGPOOL_DATA_DIR or ~/.local/share/migpool)')
     .option('--url <url>', 'the service URL (default $MIGPOOL_URL, else server.json in the data dir)')
-    .option('--token <token>', 'the bearer token for submit and cancel (default $MIGPOOL_TOKEN, else the token file in the data dir)');
+    .option('--token <token>', "your user's token, for every call (default $MIGPOOL_TOKEN, else the admin's token file in the data dir)");
 }
 
 /** One job spec read from a file, with where it came from for messages. */
@@ -180,10 +180,11 @@ export function registerClient(program: Command, io: Io): void {
       const now = Date.now();
       io.out(
         renderTable(
-          ['ID', 'NAME', 'STATE', 'PRIORITY', 'PLACEMENT', 'ATTEMPT', 'SUBMITTED', 'STARTED', 'ENDED', 'EXIT', 'NOTE'],
+          ['ID', 'NAME', 'USER', 'STATE', 'PRIORITY', 'PLACEMENT', 'ATTEMPT', 'SUBMITTED', 'STARTED', 'ENDED', 'EXIT', 'NOTE'],
           jobs.map((j) => [
             j.id,
             j.spec.name,
+            j.owner ?? '-',
             j.cancelRequested && !FINAL_STATES.includes(j.state) ? `${j.state} (stopping)` : j.state,
             j.spec.priority,
             placementText(j.placement),

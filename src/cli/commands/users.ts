@@ -1,0 +1,180 @@
+import { randomBytes } from 'node:crypto';
+import { readFile, rename, unlink, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { Command } from 'commander';
+import { badInput, MigpoolError } from '../../errors.js';
+import { lookupUnixUser } from '../../exec/unix-user.js';
+import { defaultDataDir, loadOrCreateToken, tokenPath } from '../../server/files.js';
+import { adoptTokenAsAdmin, hashToken, newToken } from '../../server/users.js';
+import { openStore } from '../../store/open.js';
+import type { Store, UserRecord } from '../../store/types.js';
+import { checkQuota, checkUnixUser, checkUserName, checkWeight } from '../../store/users.js';
+import { writeJson, type Io } from '../io.js';
+import { renderTable } from '../table.js';
+
+interface StoreFlags {
+  dataDir?: string;
+  database?: string;
+  json?: boolean;
+}
+
+interface AddFlags extends StoreFlags {
+  admin?: boolean;
+  quotaGpus?: string;
+  weight?: string;
+  unixUser?: string;
+}
+
+/** Adds the flags that name the service's state: its data dir, and its database when not SQLite there. */
+function withStoreOptions(cmd: Command): Command {
+  return cmd
+    .option('--data-dir <dir>', 'the data dir of `migpool serve` (default $MIGPOOL_DATA_DIR or ~/.local/share/migpool)')
+    .option('--database <url>', 'postgres://... when `migpool serve` keeps its state in PostgreSQL (as its --database)');
+}
+
+/**
+ * Opens the service's store (the same one `migpool serve` uses; a running service sees the change
+ * at its next request) after making sure the data dir's token is the admin's, so that adding users
+ * before the first start does not leave the pool without an admin.
+ */
+async function withStore<T>(f: StoreFlags, work: (store: Store, dataDir: string) => Promise<T>): Promise<T> {
+  const dataDir = f.dataDir ?? defaultDataDir();
+  const token = await loadOrCreateToken(dataDir);
+  const store = await openStore({ dataDir, ...(f.database !== undefined ? { databaseUrl: f.database } : {}) });
+  try {
+    await adoptTokenAsAdmin(store, token, Date.now());
+    return await work(store, dataDir);
+  } finally {
+    await store.close();
+  }
+}
+
+function parseNumber(text: string | undefined, flag: string): number | undefined {
+  if (text === undefined) return undefined;
+  const n = Number(text);
+  if (text.trim() === '' || !Number.isFinite(n)) throw badInput(`${flag} '${text}' is not a number`);
+  return n;
+}
+
+async function mustExist(store: Store, name: string): Promise<UserRecord> {
+  const user = await store.getUser(name);
+  if (!user) {
+    const known = (await store.listUsers()).map((u) => u.name);
+    throw badInput(`no user '${name}': the users are ${known.join(', ') || 'none'} (\`migpool users list\`)`);
+  }
+  return user;
+}
+
+/** Replaces the data dir's token file (atomically, mode 0600) when it holds `oldHash`'s token. */
+async function replaceTokenFile(dataDir: string, oldHash: string, token: string): Promise<boolean> {
+  const path = tokenPath(dataDir);
+  let current: string;
+  try {
+    current = (await readFile(path, 'utf8')).trim();
+  } catch {
+    return false;
+  }
+  if (hashToken(current) !== oldHash) return false;
+  const temp = join(dataDir, `.token-${process.pid}-${randomBytes(6).toString('hex')}`);
+  try {
+    await writeFile(temp, `${token}\n`, { mode: 0o600, flag: 'wx' });
+    await rename(temp, path);
+  } catch (e) {
+    await unlink(temp).catch(() => undefined);
+    throw new MigpoolError('RUNTIME', `cannot replace the token file ${path}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}; the new token is stored, write it there by hand`);
+  }
+  return true;
+}
+
+function describeUser(u: UserRecord): string {
+  return `${u.admin ? 'admin, ' : ''}weight ${u.weight}, ${u.quotaGpus === null ? 'no quota' : `quota ${u.quotaGpus} GPUs`}${u.unixUser ? `, jobs run as Unix user ${u.unixUser}` : ''}`;
+}
+
+/**
+ * `migpool users add|list|remove|rotate`: the users of `migpool serve`, kept in its store (run on
+ * the service's machine, as the user that runs it). A token is printed once and stored hashed.
+ */
+export function registerUsers(program: Command, io: Io): void {
+  const users = program.command('users').description('the users of `migpool serve`: who may submit and see jobs, with their share of the pool (kept in the data dir\'s store)');
+
+  withStoreOptions(users.command('add').description("add a user and print their token (once: only its hash is kept)").argument('<name>', 'user name (a letter, then letters, digits, _ . -)'))
+    .option('--admin', 'may see and cancel every job (others see their own only)')
+    .option('--quota-gpus <n>', "most GPUs' worth of compute slices their running jobs may hold (fractions allowed: a 3g slice of an A100 is 3/7); default none")
+    .option('--weight <w>', 'their share of the pool under contention, relative to others (default 1)')
+    .option('--unix-user <account>', 'when the service runs as root, their jobs run as this Unix account, and their log and checkpoint files are its')
+    .option('--json', 'print {user, token} as JSON')
+    .action(async (name: string, f: AddFlags) => {
+      checkUserName(name, 'user name');
+      const weight = parseNumber(f.weight, '--weight');
+      if (weight !== undefined) checkWeight(weight, '--weight');
+      const quotaGpus = parseNumber(f.quotaGpus, '--quota-gpus');
+      if (quotaGpus !== undefined) checkQuota(quotaGpus, '--quota-gpus');
+      if (f.unixUser !== undefined) {
+        checkUnixUser(f.unixUser, '--unix-user');
+        if ((await lookupUnixUser(f.unixUser)) === null) throw badInput(`--unix-user '${f.unixUser}': no such account on this machine (getent passwd ${f.unixUser} finds none): create it (useradd) or leave the flag out`);
+      }
+      const token = newToken();
+      const user = await withStore(f, (store) =>
+        store.insertUser(
+          { name, admin: f.admin === true, ...(weight !== undefined ? { weight } : {}), ...(quotaGpus !== undefined ? { quotaGpus } : {}), ...(f.unixUser !== undefined ? { unixUser: f.unixUser } : {}) },
+          hashToken(token),
+          Date.now(),
+        ),
+      );
+      if (f.json) return writeJson(io, { user, token });
+      io.err(`migpool users: added ${name} (${describeUser(user)}); their token follows, shown this once (only its hash is kept): give it to them for --token or $MIGPOOL_TOKEN`);
+      io.out(token);
+    });
+
+  withStoreOptions(users.command('list').description('list the users'))
+    .option('--json', 'print {users} as JSON')
+    .action(async (f: StoreFlags) => {
+      const list = await withStore(f, (store) => store.listUsers());
+      if (f.json) return writeJson(io, { users: list });
+      io.out(
+        renderTable(
+          ['NAME', 'ADMIN', 'WEIGHT', 'QUOTA-GPUS', 'UNIX-USER', 'CREATED'],
+          list.map((u) => [u.name, u.admin ? 'yes' : 'no', String(u.weight), u.quotaGpus === null ? '-' : String(u.quotaGpus), u.unixUser ?? '-', new Date(u.createdAt).toISOString().slice(0, 19).replace('T', ' ')]),
+        ),
+      );
+    });
+
+  withStoreOptions(users.command('remove').description('remove a user: their token stops working at once; their jobs keep running and keep their owner').argument('<name>', 'user name'))
+    .action(async (name: string, f: StoreFlags) => {
+      await withStore(f, async (store) => {
+        const user = await mustExist(store, name);
+        if (user.admin && (await store.listUsers()).filter((u) => u.admin).length === 1) {
+          throw badInput(`'${name}' is the last admin: add another admin first (\`migpool users add NAME --admin\`), or keep it and rotate its token`);
+        }
+        await store.deleteUser(name);
+      });
+      io.err(`migpool users: removed ${name}`);
+    });
+
+  withStoreOptions(users.command('rotate').description("give a user a new token (printed once); the old one stops working at once. The data dir's token file follows when it held the old one").argument('<name>', 'user name'))
+    .option('--json', 'print {user, token, tokenFile} as JSON (tokenFile: the data dir token file was rewritten)')
+    .action(async (name: string, f: StoreFlags) => {
+      const token = newToken();
+      const { user, tokenFile } = await withStore(f, async (store, dataDir) => {
+        await mustExist(store, name);
+        // The data dir's token file holds the admin's token for the CLI: it follows when it was this user's.
+        const fileHash = await currentHashOf(dataDir);
+        const holdsFile = fileHash !== null && (await store.userByTokenHash(fileHash))?.name === name;
+        const updated = (await store.updateUser(name, { tokenHash: hashToken(token) }))!;
+        return { user: updated, tokenFile: holdsFile ? await replaceTokenFile(dataDir, fileHash, token) : false };
+      });
+      if (f.json) return writeJson(io, { user, token, tokenFile });
+      io.err(`migpool users: new token for ${name}${tokenFile ? ` (also written to ${tokenPath(f.dataDir ?? defaultDataDir())})` : ''}; the old one no longer works. It follows, shown this once:`);
+      io.out(token);
+    });
+}
+
+/** The hash of the token in the data dir's token file, or null. */
+async function currentHashOf(dataDir: string): Promise<string | null> {
+  try {
+    return hashToken((await readFile(tokenPath(dataDir), 'utf8')).trim());
+  } catch {
+    return null;
+  }
+}
+

@@ -1,0 +1,127 @@
+import { createHash, randomBytes } from 'node:crypto';
+import type { FastifyRequest } from 'fastify';
+import type { PoolService } from '../control/service-port.js';
+import type { EventRecord, JobRecord, Store } from '../store/types.js';
+import { bearerChecker } from './auth.js';
+
+/**
+ * Users of the HTTP API: who a request is made by, and what they may see. Every call but the
+ * public ones (the dashboard's page and assets, the API description) is made as a user, named by
+ * the bearer token it sends. A user sees, cancels and reads the logs of their own jobs only;
+ * another user's job answers 404 as if it did not exist (its id says nothing then). Admins see
+ * and act on every job.
+ */
+
+/** Who a request is made by. */
+export interface Caller {
+  readonly name: string;
+  readonly admin: boolean;
+}
+
+/** Finds the user a bearer token belongs to; null for no user's token. */
+export type CallerLookup = (token: string) => Promise<Caller | null>;
+
+/** Bytes of randomness in a user's token: 32, as the data dir's first-start token (files.ts). */
+const TOKEN_BYTES = 32;
+
+/** A fresh token: 32 random bytes as 64 hex digits. */
+export function newToken(): string {
+  return randomBytes(TOKEN_BYTES).toString('hex');
+}
+
+/** What the store keeps of a token: its SHA-256, hex. */
+export function hashToken(token: string): string {
+  return createHash('sha256').update(token, 'utf8').digest('hex');
+}
+
+/**
+ * The users of a store as a {@link CallerLookup}, read at every request, so that `migpool users
+ * add|remove|rotate` run against the data dir take effect at once in a running service.
+ *
+ * The token itself is never compared: its SHA-256 is looked up. Whatever the lookup's timing
+ * reveals is about the hash of the attacker's own guess, which says nothing about any stored
+ * token's value (SHA-256 is preimage resistant), so no comparison of secrets leaks through time.
+ */
+export function storeCallers(store: Pick<Store, 'userByTokenHash'>): CallerLookup {
+  return async (token) => {
+    const user = await store.userByTokenHash(hashToken(token));
+    return user ? { name: user.name, admin: user.admin } : null;
+  };
+}
+
+/**
+ * One token, one admin (a server built without a user store, e.g. in unit tests): compared in
+ * constant time by `bearerChecker`.
+ */
+export function singleTokenCaller(token: string, name = 'admin'): CallerLookup {
+  const check = bearerChecker(token);
+  return async (sent) => (check(`Bearer ${sent}`) ? { name, admin: true } : null);
+}
+
+/** The token of an `Authorization: Bearer <token>` header; undefined when there is none. */
+export function bearerToken(header: string | undefined): string | undefined {
+  if (header === undefined) return undefined;
+  const m = /^Bearer[ \t]+(\S+)[ \t]*$/i.exec(header);
+  return m ? m[1] : undefined;
+}
+
+/** What became of the data dir's token at start (see {@link adoptTokenAsAdmin}). */
+export type AdoptedToken = 'created-admin' | 'known' | 'unknown';
+
+/** Name of the admin user the data dir's first token becomes. */
+export const FIRST_ADMIN = 'admin';
+
+/**
+ * Makes the data dir's token (created at the first start, see `loadOrCreateToken`) the token of
+ * an admin user named `admin` when the store has no user yet: a new data dir, or one written
+ * before users existed. `known`: the token is some user's already; `unknown`: users exist and the
+ * token is none of theirs (e.g. the file was deleted and made anew): the file's token is refused.
+ */
+export async function adoptTokenAsAdmin(store: Pick<Store, 'userByTokenHash' | 'listUsers' | 'insertUser'>, token: string, now: number): Promise<AdoptedToken> {
+  const hash = hashToken(token);
+  if (await store.userByTokenHash(hash)) return 'known';
+  if ((await store.listUsers()).length > 0) return 'unknown';
+  await store.insertUser({ name: FIRST_ADMIN, admin: true }, hash, now);
+  return 'created-admin';
+}
+
+/** True when `caller` may see `job`: it is theirs, or they are an admin. */
+export function canSee(caller: Caller, job: Pick<JobRecord, 'owner'>): boolean {
+  return caller.admin || job.owner === caller.name;
+}
+
+/** The caller set by the auth hook; public routes have none. */
+export function callerOf(request: FastifyRequest): Caller {
+  const caller = (request as FastifyRequest & { caller?: Caller | null }).caller;
+  if (!caller) throw new Error(`${request.method} ${request.url.split('?')[0]}: no caller; this route must not be public`);
+  return caller;
+}
+
+/** Stores the caller on the request (the auth hook's job). */
+export function setCaller(request: FastifyRequest, caller: Caller): void {
+  (request as FastifyRequest & { caller?: Caller | null }).caller = caller;
+}
+
+/** The job with this id when `caller` may see it, else null (the route answers 404). */
+export async function visibleJob(service: Pick<PoolService, 'getJob'>, caller: Caller, id: string): Promise<JobRecord | null> {
+  const job = await service.getJob(id);
+  return job !== null && canSee(caller, job) ? job : null;
+}
+
+/**
+ * Which events `caller` may receive on /v1/events: all for an admin; for others, the events of
+ * their own jobs and those of no job (GPUs, the service). The owner of each job is looked up once.
+ */
+export function eventFilter(service: Pick<PoolService, 'getJob'>, caller: Caller): ((event: EventRecord) => Promise<boolean>) | undefined {
+  if (caller.admin) return undefined;
+  const owners = new Map<string, Promise<string | null>>();
+  return async (event) => {
+    if (event.jobId === null) return true;
+    let owner = owners.get(event.jobId);
+    if (owner === undefined) {
+      owner = service.getJob(event.jobId).then((j) => j?.owner ?? null);
+      owners.set(event.jobId, owner);
+    }
+    return (await owner) === caller.name;
+  };
+}
