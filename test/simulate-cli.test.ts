@@ -125,6 +125,7 @@ describe('migpool simulate', () => {
     [['--seed', 'x'], /^migpool: --seed must be a whole number/],
     [['--reconfigure-seconds', '-1'], /^migpool: --reconfigure-seconds must be a non-negative number/],
     [['--trace', 'nowhere.csv'], /^migpool: --trace 'nowhere.csv': no such file/],
+    [['--users', 'alice:2,bob:x'], /^migpool: --users: 'bob:x': the weight must be a positive number, got 'x'; e\.g\. alice:2,bob:1,carol:1:q4/],
   ])('exits 2 with one line for %j', async (args, message) => {
     const defaults: Record<string, string> = { '--trace': 'synthetic', '--fleet': '2xA100-SXM4-40GB', '--policies': 'exclusive', '--limit': '5' };
     for (let i = 0; i < args.length; i += 2) defaults[args[i]!] = args[i + 1]!;
@@ -133,6 +134,23 @@ describe('migpool simulate', () => {
     expect(out).toBe('');
     expect(err.trim().split('\n')).toHaveLength(1);
     expect(err).toMatch(message);
+  });
+
+  it('--users: gives jobs to users and reports each one\'s share against their weight, in text and JSON', async () => {
+    const args = ['simulate', '--trace', 'synthetic', '--fleet', '4xA100-SXM4-40GB', '--policies', 'exclusive', '--limit', '60', '--arrival-rate', '20', '--users', 'alice:2,bob:1:q2'];
+    const text = await cli(...args);
+    expect(text.code).toBe(0);
+    expect(text.out).toMatch(/per user: SHARE is the user's part/);
+    expect(text.out).toMatch(/exclusive\s+alice\s+2\s+-\s+30\/30\s+[\d.]+%\s+66\.7%/);
+    expect(text.out).toMatch(/exclusive\s+bob\s+1\s+2\s+30\/30\s+[\d.]+%\s+33\.3%/);
+    const json = await cli(...args, '--json');
+    const byUser = (JSON.parse(json.out) as { policies: { byUser: { user: string; weight: number; quotaGpus: number | null; peakGpus: number; contendedShare: number }[] }[] }).policies[0]!.byUser;
+    expect(byUser.map((u) => [u.user, u.weight, u.quotaGpus])).toEqual([
+      ['alice', 2, null],
+      ['bob', 1, 2],
+    ]);
+    expect(byUser[1]!.peakGpus).toBeLessThanOrEqual(2);
+    expect(byUser[0]!.contendedShare + byUser[1]!.contendedShare).toBeCloseTo(1, 9);
   });
 
   it('exits 2 with file:line and field for a bad CSV line, and for a profile the fleet lacks', async () => {

@@ -1,3 +1,4 @@
+import type { UserShare } from '../sched/types.js';
 import { mkdirSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -129,7 +130,9 @@ export async function startPool(o: PoolOptions): Promise<RunningPool> {
   const jobEnv: Record<string, string> = o.simulate ? { MIGPOOL_FAKE_NVIDIA_SMI_STATE: simulatorStatePath({ stateDir: o.dataDir }, {}) } : {};
   const store = await openStore({ dataDir: o.dataDir, databaseUrl: o.database });
   const executor = openExecutor(o, gpu);
-  const service = new PoolServiceImpl({ store, executor, gpu, policy, dataDir: o.dataDir, jobEnv, tickMs: o.tickMs, hold: o.hold, ...(o.workloads ? { workloads: o.workloads } : {}), log: o.log });
+  // Users' weights and quotas enter the policy's view at every pass (src/sched/shares.ts).
+  const users = async (): Promise<ReadonlyMap<string, UserShare>> => new Map((await store.listUsers()).map((u) => [u.name, { weight: u.weight, quotaGpus: u.quotaGpus }]));
+  const service = new PoolServiceImpl({ store, executor, gpu, policy, dataDir: o.dataDir, jobEnv, tickMs: o.tickMs, hold: o.hold, users, ...(o.workloads ? { workloads: o.workloads } : {}), log: o.log });
   let app: FastifyInstance | null = null;
   try {
     await service.start();

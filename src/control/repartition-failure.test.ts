@@ -42,6 +42,6 @@ describe('a re-partition the driver refuses', () => {
     expect(failed?.error).toMatch(/processes \d+ run on .*nothing changed: the service leaves this GPU alone and tries again after a back-off/);
     expect(failed?.error).not.toMatch(/apply again|--force/);
     expect(failed?.retryInSeconds).toBeGreaterThan(0);
-    expect(machine.listGpus()[0]?.migMode.current).toBe('disabled');
+    expect(machine.listGpus()[0]?.migMode?.current).toBe('disabled');
   });
 });

@@ -12,7 +12,7 @@ import { parsePolicy } from '../sched/registry.js';
 import type { Decision, Policy } from '../sched/types.js';
 import { openSqliteStore } from '../store/sqlite.js';
 import type { JobRecord, Store } from '../store/types.js';
-import { PoolServiceImpl } from './service.js';
+import { PoolServiceImpl, type ServiceOptions } from './service.js';
 
 const node = process.execPath;
 const dirs: string[] = [];
@@ -42,6 +42,8 @@ interface OpenExtras {
   readonly minRunBeforePreemptSeconds?: number;
   readonly log?: (line: string) => void;
   readonly store?: (s: Store) => Store;
+  readonly users?: ServiceOptions['users'];
+  readonly jobOwner?: ServiceOptions['jobOwner'];
 }
 
 async function open(dataDir: string, policy: string | Policy = 'migpool', machine?: SimulatedMachine, extras: OpenExtras = {}): Promise<{ service: PoolServiceImpl; store: Store; machine: SimulatedMachine }> {
@@ -60,6 +62,8 @@ async function open(dataDir: string, policy: string | Policy = 'migpool', machin
     tickMs: 100,
     ...(extras.minRunBeforePreemptSeconds !== undefined ? { minRunBeforePreemptSeconds: extras.minRunBeforePreemptSeconds } : {}),
     ...(extras.log ? { log: extras.log } : {}),
+    ...(extras.users ? { users: extras.users } : {}),
+    ...(extras.jobOwner ? { jobOwner: extras.jobOwner } : {}),
   });
   await service.start();
   services.push({ service, store });
@@ -440,6 +444,35 @@ describe('the live service', () => {
     expect(failNext).toBe(false);
     const b = await service.submit({ name: 'next', command: [node, '-e', '0'] });
     expect((await until(service, b.id, ['succeeded', 'failed'])).state).toBe('succeeded');
+  });
+
+  it('two users share the pool: a user with a quota never holds more than it while the other\'s job runs beside', async () => {
+    const dir = tempDir();
+    const machine = SimulatedMachine.create(parseSimulateSpec('2xA100-SXM4-40GB'), 1, '2xA100-SXM4-40GB');
+    const users = new Map([
+      ['alice', { weight: 1, quotaGpus: 1 }],
+      ['bob', { weight: 1, quotaGpus: null }],
+    ]);
+    const { service } = await open(dir, 'exclusive', machine, { users: () => users, jobOwner: (r) => r.spec.name.split('-')[0] });
+    const sleep = (ms: number) => [node, '-e', `setTimeout(() => {}, ${ms})`];
+    const alice = await service.submitMany([1, 2, 3].map((i) => ({ name: `alice-${i}`, command: sleep(1500) })));
+    await until(service, alice[0]!.id, ['running']);
+    await service.idle();
+    // One GPU is idle, but alice's quota is 1: her other jobs wait, and say why.
+    expect((await service.getJob(alice[1]!.id))?.state).toBe('queued');
+    expect((await service.getJob(alice[1]!.id))?.pending).toMatch(/user 'alice' is at their quota: they hold 1 of 1 GPUs/);
+    const bob = await service.submit({ name: 'bob-1', command: sleep(300) });
+    await until(service, bob.id, ['running', 'succeeded']);
+    // Until all are done, alice never holds two GPUs at once.
+    const t0 = Date.now();
+    for (;;) {
+      const jobs = await service.listJobs();
+      const aliceRunning = jobs.filter((j) => j.spec.name.startsWith('alice') && (j.state === 'running' || j.state === 'starting'));
+      expect(aliceRunning.length).toBeLessThanOrEqual(1);
+      if (jobs.every((j) => j.state === 'succeeded')) break;
+      expect(Date.now() - t0).toBeLessThan(20_000);
+      await new Promise((r) => setTimeout(r, 50));
+    }
   });
 
   it('refuses at submit what the runner could never start or what no GPU here holds', async () => {

@@ -12,7 +12,7 @@ import type { CurrentGpu } from '../partition/state.js';
 import type { Workload } from '../perf/types.js';
 import { resolveWorkload } from '../perf/workloads.js';
 import { raiseMemoryAfterOom } from '../perf/refit.js';
-import { NO_HISTORY, type ClusterView, type Decision, type GpuView, type JobHistory, type JobSpec, type Policy, type PolicyContext, type RunningJobView } from '../sched/types.js';
+import { NO_HISTORY, type ClusterView, type Decision, type GpuView, type JobHistory, type JobSpec, type Policy, type PolicyContext, type RunningJobView, type UserShare } from '../sched/types.js';
 import type { GpuSnapshot, LogChunk, PoolService, ServiceStats, SubmitOptions } from './service-port.js';
 import { createRandom } from '../random.js';
 import type { EventRecord, JobFilter, JobPatch, JobPlacement, JobRecord, NewEvent, Store } from '../store/types.js';
@@ -63,6 +63,13 @@ export interface ServiceOptions {
    * what a replay through the simulator's checker and the same policy must reproduce.
    */
   readonly onRound?: (round: RecordedRound) => void;
+  /**
+   * The pool's users with their weight and quota (src/sched/shares.ts), read at the start of every
+   * scheduling pass and handed to the policy as `view.users` [none: no quotas, one share].
+   */
+  readonly users?: () => ReadonlyMap<string, UserShare> | Promise<ReadonlyMap<string, UserShare>>;
+  /** Who owns a job (`JobSpec.user`, for fair share and quotas) [none: the pool's default user]. */
+  readonly jobOwner?: (job: JobRecord) => string | undefined;
 }
 
 /** One round of a live scheduling pass, as recorded for a replay. */
@@ -124,7 +131,7 @@ const EXPLAIN_EVERY_MS = 1000;
  * service re-reads the GPUs, re-adopts the attempts still running and settles the others.
  */
 export class PoolServiceImpl implements PoolService {
-  private readonly o: Required<Omit<ServiceOptions, 'workloads' | 'log' | 'jobEnv' | 'hold' | 'onRound'>> & Pick<ServiceOptions, 'workloads' | 'log' | 'jobEnv' | 'hold' | 'onRound'>;
+  private readonly o: Required<Omit<ServiceOptions, 'workloads' | 'log' | 'jobEnv' | 'hold' | 'onRound' | 'users' | 'jobOwner'>> & Pick<ServiceOptions, 'workloads' | 'log' | 'jobEnv' | 'hold' | 'onRound' | 'users' | 'jobOwner'>;
   private readonly ctx: PolicyContext;
   /** The performance model's speeds, shared with the policy's context (one table for both). */
   private readonly speeds = new SpeedTable();
@@ -141,6 +148,8 @@ export class PoolServiceImpl implements PoolService {
   /** Jobs not yet final, by id: the store's truth mirrored in memory (written after the store). */
   private readonly active = new Map<string, JobRecord>();
   private readonly specs = new Map<string, JobSpec>();
+  /** What ServiceOptions.users said at the start of the last pass. */
+  private users: ReadonlyMap<string, UserShare> | undefined;
   private gpusFound: GpuEntry[] = [];
   private readonly reconfiguring = new Set<number>();
   private readonly listeners = new Set<(e: EventRecord) => void>();
@@ -403,6 +412,11 @@ export class PoolServiceImpl implements PoolService {
         return;
       }
     }
+    try {
+      this.users = await this.o.users?.();
+    } catch (e) {
+      this.o.log?.(`users could not be read (${e instanceof Error ? e.message : String(e)}); keeping the last ones`);
+    }
     for (let round = 0; round < 8; round++) {
       // Recorded rounds keep the view the policy saw exactly (histories read once).
       const view = this.o.onRound ? frozenView(this.view()) : this.view();
@@ -499,7 +513,7 @@ export class PoolServiceImpl implements PoolService {
       }
       return past || current > 0 ? { attainedGpuSeconds: (past?.attained ?? 0) + current, preemptions: past?.preemptions ?? 0 } : NO_HISTORY;
     };
-    return { now, gpus, queue, running, history };
+    return { now, gpus, queue, running, history, ...(this.users ? { users: this.users } : {}) };
   }
 
   /** The job as the policy sees it with the length its progress reports (one object per job and value). */
@@ -990,6 +1004,7 @@ export class PoolServiceImpl implements PoolService {
     // A job that names no workload borrows the default's speed curve, not its memory: what it
     // needs is unknown (the user's profile or memory request says where it fits).
     if (r.spec.workload === undefined) workload = this.unnamedWorkload(workload);
+    const owner = this.o.jobOwner?.(r) ?? r.owner ?? undefined;
     return {
       id: r.id,
       workload,
@@ -1002,7 +1017,7 @@ export class PoolServiceImpl implements PoolService {
       exactProfile: isExactProfile(r.spec),
       // Records written before the contract existed have no field: not preemptible.
       preemptible: r.spec.preemptible === true,
-      ...(r.owner ? { user: r.owner } : {}),
+      ...(owner === undefined ? {} : { user: owner }),
     };
   }
 }

@@ -2,6 +2,7 @@ import { countingViolation } from '../mig/geometry.js';
 import type { GiProfile } from '../mig/types.js';
 import { fitsMemory, memoryOf, profileOf } from './context.js';
 import { isInstanceUsable, isSettled, profileAllows } from './policies/common.js';
+import { quotaProblem } from './shares.js';
 import { NO_HISTORY, type ClusterView, type Decision, type GpuView, type JobHistory, type JobSpec } from './types.js';
 
 /**
@@ -61,7 +62,7 @@ export function checkDecision(view: ClusterView, d: Decision, lookup: CheckLooku
       if (!profileAllows(job, inst.profile.name, g.model)) {
         return job.exactProfile === true ? `${what}: the job asked for exactly ${job.profile}, not ${inst.profile.name}` : `${what}: the job asked for ${job.profile} and ${inst.profile.name} is smaller`;
       }
-      return null;
+      return prefixed(what, quotaProblem(view, d, job));
     }
     case 'start-on-gpus': {
       const what = `start job '${d.job}' on GPUs ${d.gpus.join(',')} (${d.sharing})`;
@@ -71,7 +72,7 @@ export function checkDecision(view: ClusterView, d: Decision, lookup: CheckLooku
       if (new Set(d.gpus).size !== d.gpus.length) return `${what}: a GPU is named twice`;
       if (d.sharing !== 'exclusive' && d.sharing !== 'timeslice' && d.sharing !== 'mps') return `${what}: unknown sharing '${String(d.sharing)}'`;
       if (!wholeAllowed(job)) return `${what}: the job asked for exactly ${job.profile}, not whole GPUs`;
-      if (d.fill === true) return null; // a fill joins a burst-parallel job: the simulator checks it
+      if (d.fill === true) return prefixed(what, quotaProblem(view, d, job)); // a fill joins a burst-parallel job: the simulator checks it
       for (const id of d.gpus) {
         const g = gpuAt(id);
         if (!g) return `${what}: no GPU ${id} (the view has ${view.gpus.length})`;
@@ -89,7 +90,7 @@ export function checkDecision(view: ClusterView, d: Decision, lookup: CheckLooku
           if (!fitsMemory(mem, g.model.memoryGB)) return `${what}: GPU ${id} (${g.model.memoryGB} GB) cannot hold ${mem} GiB of jobs`;
         }
       }
-      return null;
+      return prefixed(what, quotaProblem(view, d, job));
     }
     case 'repartition': {
       const what = `re-partition GPU ${d.gpu}`;
@@ -151,4 +152,9 @@ export function frozenView(view: ClusterView): ClusterView {
   for (const q of view.queue) kept.set(q.id, live(q.id));
   for (const id of view.running.keys()) kept.set(id, live(id));
   return { ...view, history: (id) => kept.get(id) ?? NO_HISTORY };
+}
+
+/** A problem prefixed with what the decision asked, or null. */
+function prefixed(what: string, problem: string | null): string | null {
+  return problem === null ? null : `${what}: ${problem}`;
 }

@@ -9,6 +9,7 @@ import { MAX_SHARERS, sharingPolicy } from './policies/sharing.js';
 import { staticPolicy } from './policies/static.js';
 import { gavelPolicy, parseGavelRound } from './policies/gavel.js';
 import { parseTiresiasThresholds, tiresiasPolicy } from './policies/tiresias.js';
+import { MIG_SLICES, sharedGpus, WHOLE_GPUS, withShares, type LeastHolding } from './share-policy.js';
 import type { Policy } from './types.js';
 
 /** What a policy's argument (the text after `name:`) looks like. */
@@ -50,6 +51,11 @@ export interface PolicyEntry {
    * MigpoolError BAD_INPUT saying what is wrong with it; parsePolicy adds the name and the list.
    */
   create(arg: string | null, deps: PolicyDeps): Policy;
+  /**
+   * What a job holds at least under the policy, for quotas (share-policy.ts) [WHOLE_GPUS: a job
+   * holds its GPUs]. `arg` as for `create`, already accepted by it.
+   */
+  readonly least?: (arg: string | null) => LeastHolding;
 }
 
 /** What some policies need from outside the scheduling core: the HiGHS runtime (src/exec/highs.ts loads it). */
@@ -80,6 +86,7 @@ export const POLICIES: readonly PolicyEntry[] = [
     help: 'MIG off; up to N jobs take turns on a GPU (CUDA time-slicing)',
     examples: ['timeslice:2'],
     create: (arg) => sharingPolicy('timeslice', sharers('timeslice', arg ?? '')),
+    least: (arg) => sharedGpus(sharers('timeslice', arg ?? '')),
   },
   {
     name: 'mps',
@@ -87,6 +94,7 @@ export const POLICIES: readonly PolicyEntry[] = [
     help: 'MIG off; up to N jobs run side by side on a GPU (CUDA MPS)',
     examples: ['mps:3'],
     create: (arg) => sharingPolicy('mps', sharers('mps', arg ?? '')),
+    least: (arg) => sharedGpus(sharers('mps', arg ?? '')),
   },
   {
     name: 'static',
@@ -94,18 +102,21 @@ export const POLICIES: readonly PolicyEntry[] = [
     help: 'every GPU keeps one MIG layout; each job takes the idle instance that suits it best',
     examples: ['static:7x1g.5gb', 'static:3g.20gb+2g.10gb+1g.5gb+1g.5gb'],
     create: (arg) => staticPolicy(arg ?? ''),
+    least: () => MIG_SLICES,
   },
   {
     name: 'miso',
     help: 'MISO (Li et al., SoCC 2022): every GPU in MIG mode, re-partitioned for the speeds of its jobs',
     examples: ['miso'],
     create: () => misoPolicy(),
+    least: () => MIG_SLICES,
   },
   {
     name: 'migpool',
     help: "migpool's own: MIG slices, whole GPUs or shared GPUs per job, re-partitioning as the queue changes",
     examples: ['migpool'],
     create: () => migpoolPolicy(),
+    least: () => MIG_SLICES,
   },
   {
     name: 'dp',
@@ -187,7 +198,8 @@ export function parsePolicy(text: string, deps: PolicyDeps = {}): Policy {
   }
   let policy: Policy;
   try {
-    policy = entry.create(arg, deps);
+    // Quotas and fair share apply to every policy alike (a no-op when the view has no users).
+    policy = withShares(entry.create(arg, deps), entry.least?.(arg) ?? WHOLE_GPUS);
   } catch (e) {
     if (e instanceof MigpoolError && e.code === 'BAD_INPUT') throw badInput(`policy '${name}': ${e.message}; ${validList()}`, e.details);
     throw e;
@@ -198,7 +210,13 @@ export function parsePolicy(text: string, deps: PolicyDeps = {}): Policy {
 /** The policy under another name (what the user wrote), with all it offers. */
 function renamed(policy: Policy, name: string): Policy {
   const wakeAt = policy.wakeAt;
-  return { name, decide: (view, ctx) => policy.decide(view, ctx), ...(wakeAt ? { wakeAt: (view) => wakeAt.call(policy, view) } : {}) };
+  const explain = policy.explain;
+  return {
+    name,
+    decide: (view, ctx) => policy.decide(view, ctx),
+    ...(wakeAt ? { wakeAt: (view) => wakeAt.call(policy, view) } : {}),
+    ...(explain ? { explain: (view, ctx) => explain.call(policy, view, ctx) } : {}),
+  };
 }
 
 /**

@@ -9,6 +9,8 @@ import { Gpu, Inst, Job, Running } from './fleet-state.js';
 import { createEstimator } from './info.js';
 import { askedSpeed, bigJobMetrics, lowerBounds, percentile, slowdownMetrics } from './metrics.js';
 import type { SimMetrics, SimulationInput, SimulationResult } from './types.js';
+import { userOf } from '../sched/shares.js';
+import { UserAccounting } from './user-metrics.js';
 
 /**
  * ASSUMPTION: a re-partition (MIG on with a new layout, a layout change, or MIG off) makes the
@@ -172,6 +174,7 @@ export function simulate(input: SimulationInput): SimulationResult {
     running,
     index,
     history,
+    ...(input.users ? { users: input.users } : {}),
   };
   const speeds = new SpeedTable();
   const scaling = input.scaling;
@@ -199,6 +202,7 @@ export function simulate(input: SimulationInput): SimulationResult {
       sampleAcc += busySlices * dt;
       busyAcc += busySlices * dt;
       for (const p of PRIORITIES) busyAccByPriority[p] += busyByPriority[p] * dt;
+      users?.advance(dt);
       timeline.push({ t: nextSample, utilization: totalSlices > 0 ? sampleAcc / (totalSlices * sampleEvery) : 0, queueLength: queue.length });
       sampleAcc = 0;
       lastT = nextSample;
@@ -209,12 +213,16 @@ export function simulate(input: SimulationInput): SimulationResult {
       sampleAcc += busySlices * dt;
       busyAcc += busySlices * dt;
       for (const p of PRIORITIES) busyAccByPriority[p] += busyByPriority[p] * dt;
+      users?.advance(dt);
       lastT = t;
     }
     clock.now = t;
   };
 
+  // Per-user holdings (GPUs' worth), when the run has users (SimulationInput.users or jobs' `user`).
+  const users = input.users !== undefined || jobs.some((j) => j.spec.user !== undefined) ? new UserAccounting(new Set(jobs.map((j) => userOf(j.spec)))) : null;
   const setSlices = (r: Running, slices: number): void => {
+    if (users && slices !== r.slices) users.change(userOf(r.job.spec), (slices - r.slices) / (r.gpus[0]?.model.computeSlices ?? 1));
     const p = r.job.spec.priority;
     busyByPriority[p] += slices - r.slices;
     r.slices = slices;
@@ -301,6 +309,7 @@ export function simulate(input: SimulationInput): SimulationResult {
   // ---- applying decisions
   const beginRun = (job: Job): void => {
     job.status = 'running';
+    users?.waiting(userOf(job.spec), -1);
     // A preempted job starts again from its last checkpoint, and pays for the restart.
     job.base -= job.owedCost;
     job.owedCost = 0;
@@ -450,6 +459,7 @@ export function simulate(input: SimulationInput): SimulationResult {
     job.preemptions++;
     job.owedCost = preemptionCost;
     job.status = 'queued';
+    users?.waiting(userOf(job.spec), 1);
     reinserted.add(job);
     queueDirty = true;
   };
@@ -595,6 +605,7 @@ export function simulate(input: SimulationInput): SimulationResult {
     }
     for (let a = jobs[nextArrival]; a && a.spec.arrival <= t; a = jobs[++nextArrival]) {
       a.status = 'queued';
+      users?.waiting(userOf(a.spec), 1);
       queue.push(a.spec);
       events++;
       changed = true;
@@ -656,14 +667,19 @@ export function simulate(input: SimulationInput): SimulationResult {
   // Judging: slowdowns against each job's run alone on what it asked for, the big jobs' tail,
   // preemptions, and the trace's offline lower bounds.
   const slowdowns: number[] = [];
+  const perJob: { user: string; jct: number | null; slowdown: number | null }[] = [];
   let preemptionTotal = 0;
   let preemptionMax = 0;
   for (const j of byInputIndex) {
     preemptionTotal += j.preemptions;
     preemptionMax = Math.max(preemptionMax, j.preemptions);
-    if (j.status !== 'done') continue;
+    if (j.status !== 'done') {
+      if (users) perJob.push({ user: userOf(j.spec), jct: null, slowdown: null });
+      continue;
+    }
     const alone = j.work / askedSpeed(j.spec, input.fleet.gpus, speeds, scaling);
     slowdowns.push((j.finished - j.spec.arrival) / alone);
+    if (users) perJob.push({ user: userOf(j.spec), jct: j.finished - j.spec.arrival, slowdown: (j.finished - j.spec.arrival) / alone });
   }
   return {
     policy: policyName,
@@ -678,5 +694,6 @@ export function simulate(input: SimulationInput): SimulationResult {
     bigJobs: bigJobMetrics(byInputIndex.map((j) => ({ gpus: j.spec.gpus, jct: j.status === 'done' ? j.finished - j.spec.arrival : null }))),
     preemptions: { total: preemptionTotal, maxPerJob: preemptionMax },
     bounds: lowerBounds(jobs, input.fleet.gpus, speeds, startTime, scaling),
+    ...(users ? { byUser: users.result(perJob, input.users) } : {}),
   };
 }

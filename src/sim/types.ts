@@ -1,5 +1,6 @@
 import type { GpuModel } from '../mig/types.js';
-import type { JobSpec, Policy, Priority, ScalingModel } from '../sched/types.js';
+import type { JobSpec, Policy, Priority, ScalingModel, UserShare } from '../sched/types.js';
+import type { UserMetrics } from './user-metrics.js';
 import type { InfoModel } from './info.js';
 import type { BigJobMetrics, Bounds, PreemptionMetrics, SlowdownMetrics } from './metrics.js';
 
@@ -46,6 +47,11 @@ export interface SimulationInput {
    * Handed to the policy as `ctx.scaling`; see engine.ts for what it changes.
    */
   readonly scaling?: ScalingModel;
+  /**
+   * Opt-in: the pool's users with their weight and quota (the policy's `view.users`), keyed by the
+   * jobs' `user`; see src/sched/shares.ts. The result then has `byUser`.
+   */
+  readonly users?: ReadonlyMap<string, UserShare>;
   /** Opt-in: stop the clock at this time (seconds) even if jobs remain; default: run until all are done. */
   readonly untilSeconds?: number;
 }
@@ -90,4 +96,6 @@ export interface SimulationResult {
   readonly preemptions: PreemptionMetrics;
   /** The trace's offline lower bounds on this fleet (the same for every policy of a run). */
   readonly bounds: Bounds;
+  /** Per user, in order of first job: only when the run has users (SimulationInput.users, or jobs that name one). */
+  readonly byUser?: readonly UserMetrics[];
 }

@@ -9,6 +9,8 @@ import type { Policy, Priority } from '../../sched/types.js';
 import { DEFAULT_RECONFIGURE_SECONDS, simulate } from '../../sim/engine.js';
 import { DEFAULT_INFO_MODE, INFO_MODES, parseInfoMode } from '../../sim/info.js';
 import { parseFleet } from '../../sim/fleet.js';
+import { assignUsers, parseUsersSpec } from '../../sim/users-spec.js';
+import type { UserMetrics } from '../../sim/user-metrics.js';
 import { createRandom } from '../../random.js';
 import { simulationReportHtml } from '../../sim/report.js';
 import {
@@ -48,6 +50,7 @@ interface SimulateOptions {
   infoSeed?: string;
   preemptionCost: string;
   seeds: string;
+  users?: string;
 }
 
 /**
@@ -237,6 +240,7 @@ export function simulationJson(trace: string, fleet: string, jobs: number, perPo
         bigJobs: { count: mean('bigJobs.count'), completed: mean('bigJobs.completed'), avgJctSeconds: mean('bigJobs.avgJctSeconds'), p99JctSeconds: mean('bigJobs.p99JctSeconds') },
         preemptions: { total: mean('preemptions.total'), maxPerJob: Math.max(0, ...flat.map((f) => f['preemptions.maxPerJob'] as number)) },
         byPriority: Object.fromEntries((['foreground', 'background'] as const).map((pr) => [pr, { jobs: r.byPriority[pr].jobs, ...metricsJson(r.byPriority[pr]) }])) as Record<Priority, unknown>,
+        ...(r.byUser ? { byUser: r.byUser } : {}),
         ...(p.runs.length > 1 ? { spread: spreads, seeds: flat } : {}),
       };
     }),
@@ -333,6 +337,7 @@ export function registerSimulate(program: Command, io: Io): void {
     .option('--info-seed <n>', 'seed of the estimates\' noise (default: the seed)')
     .option('--preemption-cost <s>', 'seconds of progress a preempted job loses when it starts again', String(DEFAULT_PREEMPTION_COST_SECONDS))
     .option('--seeds <n>', 'repeat over N seeds (seed, seed+1, ...) and print mean and spread', '1')
+    .option('--users <spec>', 'users sharing the pool, NAME[:WEIGHT[:qGPUS]],... (alice:2,bob:1,carol:1:q4): trace jobs go to them round robin in arrival order; reports each user\'s share under contention and slowdown')
     .option('--json', 'print JSON')
     .option('--report <file.html>', 'write an HTML report: the table, JCT distribution, utilisation and queue length over time')
     .addHelpText('after', `\n${policyHelp()}\n\n${traceFormatHelp()}`)
@@ -358,6 +363,7 @@ async function runSimulate(opts: SimulateOptions, io: Io): Promise<void> {
   const highs = /gavel/i.test(opts.policies) && new Set(fleet.gpus.map((g) => g.name)).size > 1 ? await loadHighs() : undefined;
   const policies = withFlag('--policies', () => parsePolicies(opts.policies, highs ? { highs } : {}));
   const mix = withFlag('--mix', () => parseMix(opts.mix));
+  const users = opts.users === undefined ? undefined : withFlag('--users', () => parseUsersSpec(opts.users as string));
   const names = policies.map((p) => p.name);
   const bar =
     !opts.json && process.stderr.isTTY
@@ -371,12 +377,15 @@ async function runSimulate(opts: SimulateOptions, io: Io): Promise<void> {
     bar?.start(count * 1000, 0, { policy: names[0] ?? '', n: 1, count });
     for (let k = 0; k < seeds; k++) {
       const runSeed = seed + k;
-      const trace = loadTrace(opts, fleet, mix, runSeed, limit);
+      const loaded = loadTrace(opts, fleet, mix, runSeed, limit);
+      const trace = users ? { ...loaded, jobs: assignUsers(loaded.jobs, users.names) } : loaded;
       if (trace.jobs.length === 0) throw badInput(`--trace '${opts.trace}' has no jobs to simulate`);
       if (k === 0) {
         checkProfiles(trace.jobs, fleet);
         const tooLarge = trace.jobs.filter((j) => j.gpus > fleet.gpus.length).length;
         if (tooLarge > 0) trace.notes.push(`${tooLarge} jobs ask for more GPUs than the fleet's ${fleet.gpus.length}: they never run`);
+        const overQuota = users ? trace.jobs.filter((j) => j.gpus > (users.users.get(j.user ?? '')?.quotaGpus ?? Number.POSITIVE_INFINITY)).length : 0;
+        if (overQuota > 0) trace.notes.push(`${overQuota} jobs ask for more GPUs than their user's quota: they never run`);
         first = trace;
       }
       const sampleEverySeconds = samplePeriod(trace.jobs);
@@ -399,6 +408,7 @@ async function runSimulate(opts: SimulateOptions, io: Io): Promise<void> {
             sampleEverySeconds,
             ...(reconfigureSeconds === undefined ? {} : { reconfigureSeconds }),
             ...(scaling ? { scaling } : {}),
+            ...(users ? { users: users.users } : {}),
             onProgress: (f) => bar?.update(Math.round((n + f) * 1000), { policy: name, n: n + 1, count }),
           }),
         );
@@ -430,6 +440,35 @@ async function runSimulate(opts: SimulateOptions, io: Io): Promise<void> {
     return;
   }
   io.out(renderText(`${opts.trace} on ${fleet.spec}: ${trace.jobs.length} jobs`, perPolicy));
+  if (users) io.out(renderUsers(perPolicy, seeds > 1));
   for (const n of notes) io.err(`note: ${n}`);
   if (opts.report) io.out(`report: ${opts.report}`);
+}
+
+/** Each user's share of the pool under contention against their weight's, and their slowdowns (first seed). */
+function renderUsers(perPolicy: readonly PolicyRuns[], several: boolean): string {
+  const pct = (x: number) => `${(x * 100).toFixed(1)}%`;
+  const rows = perPolicy.flatMap((p) =>
+    (p.runs[0]?.byUser ?? []).map((u: UserMetrics) => [
+      p.name,
+      u.user,
+      String(u.weight),
+      u.quotaGpus === null ? '-' : String(u.quotaGpus),
+      `${u.completed}/${u.jobs}`,
+      pct(u.contendedShare),
+      pct(u.weightShare),
+      u.contendedGpus.toFixed(2),
+      u.peakGpus.toFixed(2),
+      `${u.avgSlowdown.toFixed(2)}x`,
+      `${u.p50Slowdown.toFixed(2)}x`,
+      duration(u.avgJctSeconds),
+    ]),
+  );
+  const head = ['POLICY', 'USER', 'WEIGHT', 'QUOTA', 'COMPLETED', 'SHARE', 'WEIGHT SHARE', 'AVG GPUS', 'PEAK GPUS', 'AVG SLOW', 'P50 SLOW', 'AVG JCT'];
+  const contended = perPolicy.map((p) => `${p.name} ${duration(p.runs[0]?.byUser?.[0]?.contendedSeconds ?? 0)}`).join(', ');
+  return [
+    '',
+    `per user${several ? ' (first seed)' : ''}: SHARE is the user's part of the GPUs held under contention (while every user had a job waiting: ${contended}); AVG GPUS, GPUs' worth held then; PEAK GPUS, the most at once`,
+    renderTable(head, rows),
+  ].join('\n');
 }

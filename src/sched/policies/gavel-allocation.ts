@@ -7,6 +7,12 @@ export interface FairShareJob {
   readonly gpus: number;
   /** Throughput on one GPU of each type (full-GPU seconds of work per second); 0 where it cannot run. */
   readonly speeds: readonly number[];
+  /**
+   * Its priority weight [1]: the max-min is over normalised throughput divided by the weight, so a
+   * job of weight 2 gets twice the share of one of weight 1 (Gavel's `priority_weights`; fair
+   * share gives a user's weight divided among their jobs).
+   */
+  readonly weight?: number;
 }
 
 /**
@@ -45,27 +51,31 @@ export function maxMinFairShares(jobs: readonly FairShareJob[], workers: readonl
 }
 
 function waterFill(jobs: readonly FairShareJob[], n: number, usable: (j: FairShareJob, k: number) => boolean): number[][] {
-  const sizes = jobs.filter((j) => usable(j, 0)).map((j) => j.gpus).sort((a, b) => a - b);
-  // Highest t with sum_j min(gpus_j, t) <= n: jobs no larger than t run all the time.
+  const weightOf = (j: FairShareJob): number => j.weight ?? 1;
+  const sizes = jobs
+    .filter((j) => usable(j, 0))
+    .map((j) => ({ g: j.gpus, w: weightOf(j) }))
+    .sort((a, b) => a.g / a.w - b.g / b.w);
+  // Highest t with sum_j min(gpus_j, w_j t) <= n: jobs with gpus_j <= w_j t run all the time.
   let rest = n;
+  let weights = sizes.reduce((s, x) => s + x.w, 0);
   let level = Number.POSITIVE_INFINITY;
-  for (let i = 0; i < sizes.length; i++) {
-    const g = sizes[i] as number;
-    const left = sizes.length - i;
-    if (g * left > rest) {
-      level = rest / left;
+  for (const { g, w } of sizes) {
+    if ((g / w) * weights > rest) {
+      level = rest / weights;
       break;
     }
     rest -= g;
+    weights -= w;
   }
-  return jobs.map((j) => [usable(j, 0) ? Math.min(1, level / j.gpus) : 0]);
+  return jobs.map((j) => [usable(j, 0) ? Math.min(1, (weightOf(j) * level) / j.gpus) : 0]);
 }
 
 function heterogeneous(jobs: readonly FairShareJob[], workers: readonly number[], usable: (j: FairShareJob, k: number) => boolean, highs: Highs): number[][] {
   const total = workers.reduce((s, w) => s + w, 0);
   const classes = new Map<string, { job: FairShareJob; count: number }>();
   const classOf = jobs.map((j) => {
-    const key = `${j.gpus}|${j.speeds.join(',')}`;
+    const key = `${j.gpus}|${j.weight ?? 1}|${j.speeds.join(',')}`;
     const c = classes.get(key);
     if (c) c.count++;
     else classes.set(key, { job: j, count: 1 });
@@ -85,7 +95,7 @@ function heterogeneous(jobs: readonly FairShareJob[], workers: readonly number[]
         return lp.addColumn(least === null ? 0 : count * norm, 0, ok ? 1 : 0, false, [
           { row: runOnce[c] as number, value: 1 },
           { row: capacity[k] as number, value: count * job.gpus },
-          { row: share[c] as number, value: norm },
+          { row: share[c] as number, value: norm / (job.weight ?? 1) },
         ]);
       });
     });

@@ -4,6 +4,7 @@ import type { GpuModel } from '../../mig/types.js';
 import type { ClusterView, Decision, GpuView, JobSpec, Policy, PolicyContext } from '../types.js';
 import { fleetModels, migOffIdle, Picker, wholeGpusWith } from './common.js';
 import { maxMinFairShares } from './gavel-allocation.js';
+import { shareOf, sharesActive, userOf } from '../shares.js';
 
 /** Round length, seconds: Gavel's `time_per_iteration` default (scheduler/scheduler.py @ c4fa400, and its trace driver's `--time_per_iteration`). */
 export const GAVEL_ROUND_SECONDS = 360;
@@ -108,8 +109,13 @@ export function gavelPolicy(options: GavelOptions = {}): Policy {
     if (needUpdate && (lastReset === null || view.now - lastReset >= GAVEL_RESET_SECONDS)) {
       const jobs = [...tracked.values()];
       const workers = models.map((m) => view.gpus.filter((g) => g.model.name === m.name).length);
+      // Fair share among users (when the view has them): a user's weight divided among their jobs,
+      // as Gavel's hierarchical policies give an entity's weight to its jobs.
+      const perUser = new Map<string, number>();
+      const fair = sharesActive(view);
+      if (fair) for (const t of jobs) perUser.set(userOf(t.spec), (perUser.get(userOf(t.spec)) ?? 0) + 1);
       const shares = maxMinFairShares(
-        jobs.map((t) => ({ gpus: t.spec.gpus, speeds: t.speeds })),
+        jobs.map((t) => ({ gpus: t.spec.gpus, speeds: t.speeds, ...(fair ? { weight: shareOf(view, userOf(t.spec)).weight / (perUser.get(userOf(t.spec)) as number) } : {}) })),
         workers,
         options.highs,
       );

@@ -1,6 +1,7 @@
 import { badInput } from '../../errors.js';
 import type { ClusterView, Decision, GpuView, JobSpec, Policy, PolicyContext } from '../types.js';
 import { canEverRunWhole, chain, historyOf, migOffIdle, Picker, wholeGpusWith } from './common.js';
+import { shareOf, sharesActive, userOf, weightedDeficitOrder } from '../shares.js';
 
 /**
  * Queue thresholds of the reference simulator's `dlas-gpu` run, GPU-seconds of attained service:
@@ -149,18 +150,31 @@ export function tiresiasPolicy(thresholds: readonly number[] = TIRESIAS_THRESHOL
         if (r.spec.preemptible === false) runsAfter.add(id);
         else free += r.placement.gpus.length;
       }
+      // Fair share among users (when the view has them): within each queue, users take turns by
+      // weighted deficit (shares.ts), counting the GPUs handed out so far in this pass.
+      const fair = sharesActive(view);
+      const handed = new Map<string, number>();
+      const specOf = (id: string): JobSpec => (view.running.get(id)?.spec ?? queued.get(id)) as JobSpec;
+      const hand = (id: string): void => {
+        if (!fair) return;
+        const spec = specOf(id);
+        handed.set(userOf(spec), (handed.get(userOf(spec)) ?? 0) + spec.gpus);
+      };
       for (const q of queues) {
-        for (const id of q) {
+        const order = fair ? weightedDeficitOrder(q, (id) => userOf(specOf(id)), (id) => specOf(id).gpus, (u) => shareOf(view, u).weight, handed) : q;
+        for (const id of order) {
           const r = view.running.get(id);
           if (r) {
             if (r.placement.kind !== 'gpus' || r.spec.preemptible === false) {
               runsAfter.add(id);
+              hand(id);
               continue;
             }
             const n = r.placement.gpus.length;
             if (n <= free) {
               free -= n;
               runsAfter.add(id);
+              hand(id);
             } else {
               preempts.push({ kind: 'preempt', job: id });
               runOf.delete(id);
@@ -173,6 +187,7 @@ export function tiresiasPolicy(thresholds: readonly number[] = TIRESIAS_THRESHOL
           free -= job.gpus;
           starts.push(job);
           runsAfter.add(id);
+          hand(id);
         }
       }
 

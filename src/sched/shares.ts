@@ -1,0 +1,170 @@
+import type { ClusterView, Decision, GpuView, JobSpec, RunningJobView, UserShare } from './types.js';
+
+/**
+ * Fair share and quotas, written once for both clocks: what each user holds of the pool now, what
+ * a start would add, whether it would take them past their quota, and a weighted-deficit order of
+ * jobs that makes each user's share of the pool tend to their weight under contention.
+ *
+ * A user's holding is counted in GPUs' worth of compute slices: a MIG instance counts its compute
+ * slices over its GPU's (a 3g slice of a 7-slice A100 is 3/7), a whole GPU counts 1, split evenly
+ * among the jobs sharing it (time-slicing or MPS), as the simulator splits a shared GPU's busy
+ * slices among its jobs. Jobs with no `user` belong to the pool's default user (DEFAULT_USER).
+ * Pure: no clock, no I/O.
+ */
+
+/** The key of jobs that name no user. */
+export const DEFAULT_USER = '';
+
+/** Weight and quota of users the view does not list (ClusterView.users' documented default). */
+export const UNLISTED: UserShare = { weight: 1, quotaGpus: null };
+
+/** GPUs' worth of slack allowed when comparing sums of fractions like 3/7 with a quota (float rounding). */
+export const QUOTA_TOLERANCE = 1e-9;
+
+/** The user a job counts against. */
+export function userOf(job: JobSpec): string {
+  return job.user ?? DEFAULT_USER;
+}
+
+/** A user's weight and quota from the view (UNLISTED when the view does not list them). */
+export function shareOf(view: ClusterView, user: string): UserShare {
+  return view.users?.get(user) ?? UNLISTED;
+}
+
+/**
+ * Whether fair share and quotas apply to this view at all: it lists users, or some job names one.
+ * When not, policies behave exactly as they did before users existed.
+ */
+export function sharesActive(view: ClusterView): boolean {
+  if (view.users !== undefined && view.users.size > 0) return true;
+  for (const j of view.queue) if (j.user !== undefined) return true;
+  for (const r of view.running.values()) if (r.spec.user !== undefined) return true;
+  return false;
+}
+
+/** GPUs' worth a running job holds now (see the module comment). */
+export function heldBy(view: ClusterView, r: RunningJobView): number {
+  const p = r.placement;
+  if (p.kind === 'instance') {
+    const g = view.gpus[p.gpu];
+    const inst = g?.instances.find((i) => i.start === p.start);
+    return g && inst ? inst.profile.computeSlices / g.model.computeSlices : 0;
+  }
+  let sum = 0;
+  for (const id of p.gpus) sum += 1 / Math.max(1, view.gpus[id]?.wholeGpuJobs.length ?? 1);
+  return sum;
+}
+
+/** GPUs' worth each user holds now, by user (users holding nothing are left out). */
+export function usageByUser(view: ClusterView): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const r of view.running.values()) {
+    const u = userOf(r.spec);
+    out.set(u, (out.get(u) ?? 0) + heldBy(view, r));
+  }
+  return out;
+}
+
+/**
+ * GPUs' worth a start decision adds to its job's user, given the view before it: an instance's
+ * share of its GPU; on whole GPUs, the new job's share of each (1 over the jobs it will share it
+ * with), less what the user's own jobs already there give up to it. 0 for other decisions.
+ */
+export function startCost(view: ClusterView, d: Decision, user: string): number {
+  if (d.kind === 'start-on-instance') {
+    const g = view.gpus[d.gpu];
+    const inst = g?.instances.find((i) => i.start === d.start);
+    return g && inst ? inst.profile.computeSlices / g.model.computeSlices : 0;
+  }
+  if (d.kind !== 'start-on-gpus') return 0;
+  let sum = 0;
+  for (const id of d.gpus) {
+    const g: GpuView | undefined = view.gpus[id];
+    const n = g?.wholeGpuJobs.length ?? 0;
+    sum += 1 / (n + 1);
+    if (n === 0 || !g) continue;
+    const own = g.wholeGpuJobs.filter((j) => {
+      const r = view.running.get(j);
+      return r !== undefined && userOf(r.spec) === user;
+    }).length;
+    sum -= own * (1 / n - 1 / (n + 1));
+  }
+  return sum;
+}
+
+/**
+ * Why a start would take its job's user past their quota, in words, or null when it would not (or
+ * the user has none): the rule the decision check (check.ts) applies in both clocks.
+ */
+export function quotaProblem(view: ClusterView, d: Decision, job: JobSpec): string | null {
+  if (d.kind !== 'start-on-instance' && d.kind !== 'start-on-gpus') return null;
+  const user = userOf(job);
+  const quota = shareOf(view, user).quotaGpus;
+  if (quota === null) return null;
+  let held = 0;
+  for (const r of view.running.values()) if (userOf(r.spec) === user) held += heldBy(view, r);
+  const after = held + startCost(view, d, user);
+  if (after <= quota + QUOTA_TOLERANCE) return null;
+  return `user '${user || 'default'}' would hold ${gpusText(after)} GPUs, over their quota of ${gpusText(quota)} (they hold ${gpusText(held)})`;
+}
+
+/** A number of GPUs' worth, as people read it: `3`, `2.43`. */
+export function gpusText(x: number): string {
+  return Number.isInteger(Math.round(x * 1e6) / 1e6) ? String(Math.round(x)) : x.toFixed(2);
+}
+
+/**
+ * Orders items so that, taken in that order, each user's holding over their weight stays as even
+ * as it can: repeatedly the user with the least (held now + cost of their items already placed
+ * ahead) / weight gives their next item (ties: the user whose next item came first). Each user's
+ * items keep their order. With one user (or none named) the order is unchanged.
+ *
+ * @param items   the candidates in the policy's own order (arrival order, a Tiresias queue, ...)
+ * @param user    the user of an item
+ * @param cost    GPUs' worth an item would hold (a job's GPUs, or its slice's share)
+ * @param weight  a user's weight (positive)
+ * @param held    what each user holds already (usageByUser), counted before any item
+ */
+export function weightedDeficitOrder<T>(
+  items: readonly T[],
+  user: (item: T) => string,
+  cost: (item: T) => number,
+  weight: (user: string) => number,
+  held: ReadonlyMap<string, number> = new Map(),
+): T[] {
+  const groups = new Map<string, { items: T[]; first: number[]; next: number; used: number; weight: number }>();
+  items.forEach((item, i) => {
+    const u = user(item);
+    let g = groups.get(u);
+    if (!g) groups.set(u, (g = { items: [], first: [], next: 0, used: held.get(u) ?? 0, weight: Math.max(weight(u), Number.MIN_VALUE) }));
+    g.items.push(item);
+    g.first.push(i);
+  });
+  if (groups.size <= 1) return [...items];
+  const out: T[] = [];
+  const live = [...groups.values()];
+  while (out.length < items.length) {
+    let best: (typeof live)[number] | undefined;
+    for (const g of live) {
+      if (g.next >= g.items.length) continue;
+      if (!best) {
+        best = g;
+        continue;
+      }
+      const a = g.used / g.weight;
+      const b = best.used / best.weight;
+      if (a < b - QUOTA_TOLERANCE || (a <= b + QUOTA_TOLERANCE && (g.first[g.next] as number) < (best.first[best.next] as number))) best = g;
+    }
+    const g = best as (typeof live)[number];
+    const item = g.items[g.next++] as T;
+    g.used += cost(item);
+    out.push(item);
+  }
+  return out;
+}
+
+/** The view's queue in weighted-deficit order (jobs cost their GPUs), or the queue itself when shares do not apply. */
+export function fairQueue(view: ClusterView): readonly JobSpec[] {
+  if (!sharesActive(view)) return view.queue;
+  return weightedDeficitOrder(view.queue, userOf, (j) => j.gpus, (u) => shareOf(view, u).weight, usageByUser(view));
+}
