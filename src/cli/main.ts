@@ -68,7 +68,9 @@ export async function main(argv: readonly string[], io: Io = processIo): Promise
     }
     if (e instanceof MigpoolError) {
       if (!e.details['quiet']) io.err(`migpool: ${e.message}`);
-      return exitCodeFor(e.code);
+      // `submit --wait` ends with the job's own exit status.
+      const own = e.details['exitCode'];
+      return typeof own === 'number' && Number.isInteger(own) && own > 0 && own < 256 ? own : exitCodeFor(e.code);
     }
     io.err(`migpool: internal error: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}`);
     return 3;

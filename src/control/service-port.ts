@@ -1,4 +1,5 @@
 import type { EventRecord, JobFilter, JobRecord, JobState } from '../store/types.js';
+import type { SubmitOptions } from './idempotency.js';
 
 /**
  * What the HTTP server (API, dashboard, metrics) needs from the running service. The real one is
@@ -7,9 +8,9 @@ import type { EventRecord, JobFilter, JobRecord, JobState } from '../store/types
  */
 export interface PoolService {
   /** Validates (field paths in errors) and queues a job spec given as parsed JSON/YAML. */
-  submit(spec: unknown): Promise<JobRecord>;
+  submit(spec: unknown, options?: SubmitOptions): Promise<JobRecord>;
   /** Queues several jobs, all or none: every spec is checked first (errors name `job spec N`). */
-  submitMany(specs: readonly unknown[]): Promise<JobRecord[]>;
+  submitMany(specs: readonly unknown[], options?: SubmitOptions): Promise<JobRecord[]>;
   getJob(id: string): Promise<JobRecord | null>;
   listJobs(filter?: JobFilter): Promise<JobRecord[]>;
   /** Cancels a queued job at once, or asks a running one to stop. Null when no such job. */

@@ -13,6 +13,7 @@ import { DASHBOARD_SCRIPT } from './dashboard-script.js';
 import { streamEvents } from './event-stream.js';
 import { createMetrics } from './metrics.js';
 import { openApiDocument } from './openapi.js';
+import { submitOptionsOf } from './idempotency.js';
 import {
   errorSchema,
   eventQuerySchema,
@@ -255,7 +256,7 @@ export async function buildServer(opts: ServerOptions): Promise<FastifyInstance>
       },
     },
     async (request, reply) => {
-      const job = await service.submit(request.body);
+      const job = await service.submit(request.body, submitOptionsOf(request.headers));
       return reply.code(201).header('location', `/v1/jobs/${encodeURIComponent(job.id)}`).send(redacted(job));
     },
   );
@@ -268,7 +269,7 @@ export async function buildServer(opts: ServerOptions): Promise<FastifyInstance>
       validatorCompiler: () => (data: unknown) => (Array.isArray(data) && data.length > 0 && data.length <= 10_000 ? true : { error: new Error('give a list of 1 to 10000 job specs') }),
     },
     async (request, reply) => {
-      const jobs = await service.submitMany(request.body as unknown[]);
+      const jobs = await service.submitMany(request.body as unknown[], submitOptionsOf(request.headers));
       return reply.code(201).send({ jobs: jobs.map(redacted) });
     },
   );

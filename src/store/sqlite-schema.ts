@@ -45,4 +45,16 @@ export const SQLITE_MIGRATIONS: readonly Migration[] = [
     name: 'jobs.preemptions',
     sql: `ALTER TABLE jobs ADD COLUMN preemptions INTEGER NOT NULL DEFAULT 0;`,
   },
+  {
+    version: 3,
+    name: 'idempotency keys of submissions',
+    sql: `
+      CREATE TABLE idempotency_keys (
+        key TEXT PRIMARY KEY,
+        fingerprint TEXT NOT NULL,
+        job_ids TEXT NOT NULL,
+        created_at INTEGER NOT NULL
+      ) STRICT, WITHOUT ROWID;
+    `,
+  },
 ];
