@@ -15,6 +15,7 @@ import { registerSlurm } from './commands/slurm.js';
 import { registerWorkloads } from './commands/workloads.js';
 import { registerStatus } from './commands/status.js';
 import { registerDemo, registerServe } from './commands/serve.js';
+import { registerSubmit } from './commands/submit.js';
 import { registerClient } from './commands/client.js';
 import { processIo, type Io } from './io.js';
 
@@ -46,6 +47,7 @@ export function buildProgram(io: Io): Command {
   registerBurst(program, io);
   registerServe(program, io);
   registerDemo(program, io);
+  registerSubmit(program, io);
   registerClient(program, io);
   const all = (cmds: readonly Command[]): Command[] => cmds.flatMap((c) => [c, ...all(c.commands)]);
   for (const cmd of all(program.commands)) cmd.exitOverride().configureOutput({ writeOut: (s) => io.out(s), writeErr: (s) => io.err(s) });

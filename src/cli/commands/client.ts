@@ -7,7 +7,6 @@ import { FINAL_STATES, JOB_STATES, type JobPlacement, type JobRecord, type JobSt
 import { ServiceClient, type ConnectOptions } from '../client.js';
 import { writeJson, type Io } from '../io.js';
 import { renderTable } from '../table.js';
-import { registerSubmit } from './submit.js';
 
 /** Adds --data-dir, --url and --token to a command that talks to `migpool serve`. */
 export function withServiceOptions(cmd: Command): Command {
@@ -137,10 +136,8 @@ interface LogsOptions extends ConnectOptions {
   json?: boolean;
 }
 
-/** The client commands of `migpool serve`: submit, jobs, logs, cancel. */
+/** The client commands of `migpool serve`: jobs, logs, preempt, cancel (submit: `submit.ts`). */
 export function registerClient(program: Command, io: Io): void {
-  registerSubmit(program, io);
-
   withServiceOptions(program.command('jobs').description('list the jobs of `migpool serve`, newest first, a page at a time'))
     .option('--state <states>', `only jobs in these states (comma-separated: ${JOB_STATES.join(', ')})`)
     .option('--priority <priority>', 'only foreground or background jobs')
