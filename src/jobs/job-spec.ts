@@ -42,7 +42,7 @@ const arrayMemberSchema = z.strictObject({
 });
 
 const JOB_ID = /^[1-9]\d{0,15}$/;
-const LABEL_KEY = /^[A-Za-z0-9]([A-Za-z0-9_.\/-]{0,62}[A-Za-z0-9])?$/;
+const LABEL_KEY = /^[A-Za-z0-9]([A-Za-z0-9_./-]{0,62}[A-Za-z0-9])?$/;
 
 const PROFILE = /^\d+g\.\d+gb(\+me)?$/;
 const profileName = z.string().regex(PROFILE, 'expected a MIG profile such as 1g.5gb');
