@@ -175,6 +175,13 @@ export function storeConformance(name: string, open: () => Promise<Store>, optio
         expect(await store.listJobs()).toHaveLength(1);
       });
 
+      it('queues once when the same submission arrives several times at once', async () => {
+        const answers = await Promise.all(Array.from({ length: 4 }, () => store.insertJobsOnce('same', 'd', [spec('a'), spec('b')], T0)));
+        expect(answers.filter((a) => !a.replayed)).toHaveLength(1);
+        for (const a of answers) expect(a.jobs.map((j) => j.id)).toEqual(answers[0]!.jobs.map((j) => j.id));
+        expect(await store.listJobs()).toHaveLength(2);
+      });
+
       it('records no key when the jobs cannot be stored', async () => {
         const unstorable = { ...spec('bad'), env: { N: 1n } } as unknown as JobSpecInput;
         expect((await rejection(store.insertJobsOnce('k', 'd', [spec('ok'), unstorable], T0))).code).toBe('BAD_INPUT');
