@@ -6,6 +6,7 @@ import { Command, CommanderError } from 'commander';
 import type { FastifyInstance } from 'fastify';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { registerClient } from '../src/cli/commands/client.js';
+import { registerSubmit } from '../src/cli/commands/submit.js';
 import { exitCodeFor, MigpoolError } from '../src/errors.js';
 import { buildServer } from '../src/server/app.js';
 import { loadOrCreateToken, writeServerInfo } from '../src/server/files.js';
@@ -20,6 +21,7 @@ async function run(...argv: string[]): Promise<{ code: number; out: string; err:
   let err = '';
   const io = { out: (s: string) => void (out += `${s.replace(/\n$/, '')}\n`), err: (s: string) => void (err += `${s.replace(/\n$/, '')}\n`) };
   const program = new Command('migpool').exitOverride().configureOutput({ writeOut: io.out, writeErr: io.err });
+  registerSubmit(program, io);
   registerClient(program, io);
   for (const cmd of program.commands) cmd.exitOverride().configureOutput({ writeOut: io.out, writeErr: io.err });
   try {

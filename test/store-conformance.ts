@@ -152,6 +152,55 @@ export function storeConformance(name: string, open: () => Promise<Store>, optio
       });
     });
 
+    describe('idempotency keys', () => {
+      it('inserts a submission once per key: a retry returns the same jobs and inserts none', async () => {
+        const first = await store.insertJobsOnce('key-1', 'digest-a', [spec('a'), spec('b')], T0);
+        expect(first.replayed).toBe(false);
+        expect(first.jobs.map((j) => j.spec.name)).toEqual(['a', 'b']);
+        const retry = await store.insertJobsOnce('key-1', 'digest-a', [spec('a'), spec('b')], T0 + 5);
+        expect(retry.replayed).toBe(true);
+        expect(retry.jobs.map((j) => j.id)).toEqual(first.jobs.map((j) => j.id));
+        expect(await store.listJobs()).toHaveLength(2);
+        const other = await store.insertJobsOnce('key-2', 'digest-a', [spec('c')], T0);
+        expect(other.replayed).toBe(false);
+        expect(await store.listJobs()).toHaveLength(3);
+      });
+
+      it('returns the jobs as they are now, and refuses a key reused for another request', async () => {
+        const [job] = (await store.insertJobsOnce('k', 'one', [spec('a')], T0)).jobs;
+        await store.updateJob(job!.id, 1, { state: 'running', attempt: 1 });
+        expect((await store.insertJobsOnce('k', 'one', [spec('a')], T0)).jobs[0]!.state).toBe('running');
+        const e = await rejection(store.insertJobsOnce('k', 'two', [spec('x')], T0));
+        expect(e.code).toBe('CHECK_FAILED');
+        expect(e.message).toContain(`job ${job!.id}`);
+        expect(await store.listJobs()).toHaveLength(1);
+      });
+
+      it("keeps each user's keys their own: the same key from another user queues that user's jobs, owned by them", async () => {
+        const alice = await store.insertJobsOnce('shared-key', 'd', [spec('a')], T0, { owner: 'alice' });
+        const bob = await store.insertJobsOnce('shared-key', 'd', [spec('a')], T0, { owner: 'bob' });
+        expect(bob.replayed).toBe(false);
+        expect(bob.jobs[0]!.id).not.toBe(alice.jobs[0]!.id);
+        expect(bob.jobs[0]!.owner).toBe('bob');
+        expect((await store.insertJobsOnce('shared-key', 'd', [spec('a')], T0, { owner: 'alice' })).jobs[0]!.id).toBe(alice.jobs[0]!.id);
+        expect(await store.listJobs()).toHaveLength(2);
+      });
+
+      it('queues once when the same submission arrives several times at once', async () => {
+        const answers = await Promise.all(Array.from({ length: 4 }, () => store.insertJobsOnce('same', 'd', [spec('a'), spec('b')], T0)));
+        expect(answers.filter((a) => !a.replayed)).toHaveLength(1);
+        for (const a of answers) expect(a.jobs.map((j) => j.id)).toEqual(answers[0]!.jobs.map((j) => j.id));
+        expect(await store.listJobs()).toHaveLength(2);
+      });
+
+      it('records no key when the jobs cannot be stored', async () => {
+        const unstorable = { ...spec('bad'), env: { N: 1n } } as unknown as JobSpecInput;
+        expect((await rejection(store.insertJobsOnce('k', 'd', [spec('ok'), unstorable], T0))).code).toBe('BAD_INPUT');
+        expect(await store.listJobs()).toHaveLength(0);
+        expect((await store.insertJobsOnce('k', 'd', [spec('ok')], T0)).replayed).toBe(false);
+      });
+    });
+
     describe('listJobs', () => {
       let jobs: JobRecord[];
       beforeEach(async () => {

@@ -15,6 +15,10 @@ export interface ConnectOptions {
 
 /** Milliseconds a request may take before the client gives up. */
 export const REQUEST_TIMEOUT_MS = 30_000;
+/** Times a submission with an idempotency key is sent when no answer comes (a choice: about 6 s of retries). */
+export const SUBMIT_ATTEMPTS = 3;
+/** Pause before the n-th resend of a submission: n times this, ms (a choice). */
+export const SUBMIT_RETRY_MS = 2000;
 
 interface ErrorAnswer {
   error?: { code?: string; message?: string; path?: string };
@@ -67,14 +71,32 @@ export class ServiceClient {
     return new ServiceClient(url, () => readToken(dataDir), tokenPath(dataDir));
   }
 
-  /** Queues several job specs, all or none (`job spec N` in an error names the bad one). */
-  async submitMany(specs: readonly unknown[]): Promise<JobRecord[]> {
-    return (await this.request<{ jobs: JobRecord[] }>('POST', '/v1/jobs/batch', specs)).jobs;
+  /**
+   * Queues several job specs, all or none (`job spec N` in an error names the bad one). With an
+   * idempotency key, a submission the service did not answer is sent again (same key) until it
+   * answers, {@link SUBMIT_ATTEMPTS} times at most: never queued twice.
+   */
+  async submitMany(specs: readonly unknown[], options: { idempotencyKey?: string } = {}): Promise<JobRecord[]> {
+    return (await this.submitting(options, (headers) => this.request<{ jobs: JobRecord[] }>('POST', '/v1/jobs/batch', specs, headers))).jobs;
   }
 
-  /** Queues one job spec (as parsed from JSON or YAML). */
-  submit(spec: unknown): Promise<JobRecord> {
-    return this.request<JobRecord>('POST', '/v1/jobs', spec);
+  /** Queues one job spec (as parsed from JSON or YAML); retried as {@link submitMany} is. */
+  submit(spec: unknown, options: { idempotencyKey?: string } = {}): Promise<JobRecord> {
+    return this.submitting(options, (headers) => this.request<JobRecord>('POST', '/v1/jobs', spec, headers));
+  }
+
+  private async submitting<T>(options: { idempotencyKey?: string }, send: (headers: Record<string, string>) => Promise<T>): Promise<T> {
+    const key = options.idempotencyKey;
+    if (key === undefined) return send({});
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await send({ 'idempotency-key': key });
+      } catch (e) {
+        // Only a request that got no answer is sent again: an answer (even an error) is final.
+        if (!(e instanceof MigpoolError) || e.details['unanswered'] !== true || attempt >= SUBMIT_ATTEMPTS) throw e;
+        await new Promise((resolve) => setTimeout(resolve, SUBMIT_RETRY_MS * attempt));
+      }
+    }
   }
 
   async listJobs(filter: JobFilter = {}): Promise<JobRecord[]> {
@@ -106,8 +128,8 @@ export class ServiceClient {
     return this.request<LogChunk>('GET', `/v1/jobs/${encodeURIComponent(id)}/logs?stream=${stream}&offset=${offset}`);
   }
 
-  private async request<T>(method: 'GET' | 'POST', path: string, body?: unknown): Promise<T> {
-    const headers: Record<string, string> = { accept: 'application/json' };
+  private async request<T>(method: 'GET' | 'POST', path: string, body?: unknown, extra: Record<string, string> = {}): Promise<T> {
+    const headers: Record<string, string> = { accept: 'application/json', ...extra };
     // Every call needs the token, reads included (jobs carry their env, logs their output).
     this.token ??= this.tokenSource();
     headers['authorization'] = `Bearer ${await this.token}`;
@@ -144,8 +166,8 @@ export class ServiceClient {
 
   private unreachable(e: unknown): MigpoolError {
     const err = e as Error & { cause?: { code?: string; message?: string } };
-    if (err.name === 'TimeoutError') return new MigpoolError('RUNTIME', `the migpool service at ${this.url} did not answer within ${REQUEST_TIMEOUT_MS / 1000} s: is it overloaded or stuck?`);
+    if (err.name === 'TimeoutError') return new MigpoolError('RUNTIME', `the migpool service at ${this.url} did not answer within ${REQUEST_TIMEOUT_MS / 1000} s: is it overloaded or stuck?`, { unanswered: true });
     const why = err.cause?.message ?? err.cause?.code ?? err.message;
-    return new MigpoolError('RUNTIME', `cannot reach the migpool service at ${this.url}: is \`migpool serve\` running? (${why})`);
+    return new MigpoolError('RUNTIME', `cannot reach the migpool service at ${this.url}: is \`migpool serve\` running? (${why})`, { unanswered: true });
   }
 }

@@ -15,6 +15,7 @@ import { registerSlurm } from './commands/slurm.js';
 import { registerWorkloads } from './commands/workloads.js';
 import { registerStatus } from './commands/status.js';
 import { registerDemo, registerServe } from './commands/serve.js';
+import { registerSubmit } from './commands/submit.js';
 import { registerClient } from './commands/client.js';
 import { registerUsers } from './commands/users.js';
 import { processIo, type Io } from './io.js';
@@ -47,6 +48,7 @@ export function buildProgram(io: Io): Command {
   registerBurst(program, io);
   registerServe(program, io);
   registerDemo(program, io);
+  registerSubmit(program, io);
   registerClient(program, io);
   registerUsers(program, io);
   const all = (cmds: readonly Command[]): Command[] => cmds.flatMap((c) => [c, ...all(c.commands)]);
@@ -70,7 +72,9 @@ export async function main(argv: readonly string[], io: Io = processIo): Promise
     }
     if (e instanceof MigpoolError) {
       if (!e.details['quiet']) io.err(`migpool: ${e.message}`);
-      return exitCodeFor(e.code);
+      // `submit --wait` ends with the job's own exit status.
+      const own = e.details['exitCode'];
+      return typeof own === 'number' && Number.isInteger(own) && own > 0 && own < 256 ? own : exitCodeFor(e.code);
     }
     io.err(`migpool: internal error: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}`);
     return 3;

@@ -35,10 +35,12 @@ export interface PoolService {
   stats(): Promise<ServiceStats>;
 }
 
-/** Who submits (see `submit`). */
+/** Who submits, and the client's key for the submission (see `submit`). */
 export interface SubmitOptions {
   /** The user the jobs belong to (`JobRecord.owner`, the policy's `JobSpec.user`). */
   readonly owner?: string;
+  /** The client's key for this submission (`Idempotency-Key`, see control/idempotency.ts); each owner's keys are their own. */
+  readonly idempotencyKey?: string;
 }
 
 export interface LogChunk {

@@ -26,6 +26,9 @@ import { launchRefusal } from './launch-check.js';
 import { attemptIdentity } from './run-as.js';
 import { MIN_RUN_BEFORE_PREEMPT_SECONDS, preemptRefusal, repartitionBackoffMs } from './preempt-rules.js';
 import { modelOfGpu, readCurrentState } from './state-reader.js';
+import { expandArrays, isArraySubmission } from './arrays.js';
+import { checkDependencies, dependenciesToLookUp, gateQueue, type EndedJob, type Gate } from './dependencies.js';
+import { fingerprintOf } from './idempotency.js';
 
 /** How the service runs; defaults in brackets. */
 export interface ServiceOptions {
@@ -178,6 +181,10 @@ export class PoolServiceImpl implements PoolService {
   private explainedAt = -Infinity;
   /** Jobs whose refused preemption was logged already (once per job and reason). */
   private readonly refusalsLogged = new Map<string, string>();
+  /** Ended jobs that queued ones depend on, as last read from the store (null: no such job). */
+  private readonly ended = new Map<string, EndedJob | null>();
+  /** Queued jobs held back (dependencies, array limits) and those that can never start, as of the last pass. */
+  private gate: Gate = { held: new Map(), doomed: new Map() };
   readonly startedAt: number;
 
   constructor(options: ServiceOptions) {
@@ -243,16 +250,28 @@ export class PoolServiceImpl implements PoolService {
 
   // ---- PoolService
 
-  async submit(input: unknown, options?: SubmitOptions): Promise<JobRecord> {
+  async submit(input: unknown, options: SubmitOptions = {}): Promise<JobRecord> {
+    if (isArraySubmission(parseJobSpec(input))) throw badInput('job spec: array: an array is many jobs: submit it with POST /v1/jobs/batch (migpool submit --array does)', { path: 'array' });
     const [rec] = await this.submitMany([input], options);
     return rec!;
   }
 
-  /** Validates every spec first (nothing is queued when one is bad), then queues them in one transaction. */
+  /**
+   * Validates every spec first (nothing is queued when one is bad), expands arrays, then queues
+   * them in one transaction. With an idempotency key, a submission the store already has under
+   * that key returns the jobs it queued then, and queues nothing.
+   */
   async submitMany(inputs: readonly unknown[], options: SubmitOptions = {}): Promise<JobRecord[]> {
-    const specs = inputs.map((x, i) => parseJobSpec(x, inputs.length > 1 ? `job spec ${i + 1}` : 'job spec'));
-    specs.forEach((s, i) => this.checkSpec(s, inputs.length > 1 ? `job spec ${i + 1}` : 'job spec'));
-    const recs = await this.o.store.insertJobs(specs, this.o.now(), options.owner !== undefined ? { owner: options.owner } : {});
+    const where = (i: number) => (inputs.length > 1 ? `job spec ${i + 1}` : 'job spec');
+    const parsed = inputs.map((x, i) => parseJobSpec(x, where(i)));
+    parsed.forEach((s, i) => this.checkSpec(s, where(i)));
+    await checkDependencies(parsed, where, async (id) => this.active.get(id) ?? (await this.o.store.getJob(id)));
+    const specs = expandArrays(parsed, where);
+    const key = options.idempotencyKey;
+    const owner = options.owner !== undefined ? { owner: options.owner } : {};
+    const { jobs: recs, replayed } =
+      key === undefined ? { jobs: await this.o.store.insertJobs(specs, this.o.now(), owner), replayed: false } : await this.o.store.insertJobsOnce(key, fingerprintOf(inputs), specs, this.o.now(), owner);
+    if (replayed) return Promise.all(recs.map(async (r) => (await this.getJob(r.id)) ?? r));
     for (const r of recs) {
       this.active.set(r.id, r);
       this.specs.set(r.id, this.jobSpecOf(r));
@@ -417,6 +436,7 @@ export class PoolServiceImpl implements PoolService {
     } catch (e) {
       this.o.log?.(`users could not be read (${e instanceof Error ? e.message : String(e)}); keeping the last ones`);
     }
+    await this.failDoomed();
     for (let round = 0; round < 8; round++) {
       // Recorded rounds keep the view the policy saw exactly (histories read once).
       const view = this.o.onRound ? frozenView(this.view()) : this.view();
@@ -462,6 +482,22 @@ export class PoolServiceImpl implements PoolService {
     if (this.passMs.length > RECENT) this.passMs.shift();
   }
 
+  /** Reads the ended jobs queued ones depend on, and fails the queued jobs whose dependency can no longer succeed. */
+  private async failDoomed(): Promise<void> {
+    if (this.ended.size > RECENT * 10) this.ended.clear();
+    for (const id of dependenciesToLookUp(this.active, this.ended)) {
+      const r = await this.o.store.getJob(id);
+      this.ended.set(id, r ? { state: r.state, reason: r.reason } : null);
+    }
+    for (const [id, reason] of gateQueue(this.active, this.ended).doomed) {
+      const rec = this.active.get(id);
+      if (!rec || rec.state !== 'queued') continue;
+      const done = await this.update(rec, { state: 'failed', endedAt: this.o.now(), reason });
+      await this.event({ type: 'job-finished', jobId: id, data: { state: 'failed', reason } });
+      this.finish(done);
+    }
+  }
+
   /** The cluster as the policy sees it (positions in `gpus` are the view's GPU ids). */
   private view(): ClusterView {
     const now = this.o.now() / 1000;
@@ -484,10 +520,12 @@ export class PoolServiceImpl implements PoolService {
     const running = new Map<string, RunningJobView>();
     const position = new Map(this.gpusFound.map((g, id) => [g.index, id]));
     const byIndex = new Map(this.gpusFound.map((g) => [g.index, g]));
+    // Dependencies and array limits hold jobs back before the policy sees them (recomputed per round).
+    const gate = (this.gate = gateQueue(this.active, this.ended));
     for (const r of this.active.values()) {
       const spec = this.specs.get(r.id)!;
       if (r.state === 'queued') {
-        queue.push(spec);
+        if (!gate.held.has(r.id) && !gate.doomed.has(r.id)) queue.push(spec);
         continue;
       }
       const p = r.placement;
@@ -916,6 +954,7 @@ export class PoolServiceImpl implements PoolService {
     }
     if (this.reconfiguring.size > 0) for (const id of reasons.keys()) reasons.set(id, `re-partitioning GPU ${[...this.reconfiguring].join(', ')}`);
     if (own) for (const [id, why] of own) if (reasons.has(id)) reasons.set(id, why);
+    for (const [id, why] of this.gate.held) reasons.set(id, why);
     this.pending = reasons;
   }
 

@@ -24,6 +24,26 @@ const durationSchema = z.union([z.number().positive(), z.string().regex(DURATION
   return Number(m[1]) * { s: 1, m: 60, h: 3600, d: 86400 }[m[2] as 's' | 'm' | 'h' | 'd'];
 });
 
+/** `0-99`, `0-99%8` (at most 8 running at once), `7`: Slurm's `--array` notation (sbatch(1)), one range. */
+export const ARRAY_RANGE = /^(\d{1,5})(?:-(\d{1,5}))?(?:%(\d{1,5}))?$/;
+/** Most jobs one array may hold: the batch endpoint's limit (10000 specs per request). */
+export const MAX_ARRAY_JOBS = 10_000;
+
+/** One job of an array, as the service records it when it expands `array: 0-99%8`. */
+const arrayMemberSchema = z.strictObject({
+  /** The array's id: the same for every job of one submission. */
+  id: z.string().min(1).max(64),
+  /** This job's index (its `MIGPOOL_ARRAY_INDEX`). */
+  index: z.number().int().min(0),
+  /** Jobs of the array that may run at once (the `%N` of the range); absent: no limit. */
+  maxRunning: z.number().int().min(1).optional(),
+  /** The range as submitted, e.g. `0-99%8`. */
+  range: z.string(),
+});
+
+const JOB_ID = /^[1-9]\d{0,15}$/;
+const LABEL_KEY = /^[A-Za-z0-9]([A-Za-z0-9_./-]{0,62}[A-Za-z0-9])?$/;
+
 const PROFILE = /^\d+g\.\d+gb(\+me)?$/;
 const profileName = z.string().regex(PROFILE, 'expected a MIG profile such as 1g.5gb');
 
@@ -75,7 +95,26 @@ export const jobSpecSchema = z.strictObject({
   retries: z.number().int().min(0).max(10).default(0),
   /** Seconds the job would take alone on one whole GPU, if known (helps the policy order jobs). */
   estimatedSeconds: durationSchema.refine((v) => v <= MAX_RUNTIME_SECONDS, 'at most 366 days (366d)').optional(),
+  /** Free-form `key: value` tags (team, experiment, ...): stored with the job and shown by `migpool jobs`. */
+  labels: z
+    .record(z.string().regex(LABEL_KEY, 'label keys are letters, digits and _ . / - (at most 64), starting and ending with a letter or digit'), z.string().max(256, 'label values are at most 256 characters'))
+    .refine((l) => Object.keys(l).length <= 32, 'at most 32 labels')
+    .optional(),
+  /**
+   * Ids of jobs this one waits for: it starts only once each of them has succeeded, and fails
+   * (without running) when one of them fails or is cancelled.
+   */
+  after: z.array(z.string().regex(JOB_ID, 'expected a job id such as 42')).min(1).max(64).optional(),
+  /**
+   * `0-99%8`: this spec stands for 100 jobs, indices 0 to 99 (each gets `MIGPOOL_ARRAY_INDEX`),
+   * at most 8 running at once (POST /v1/jobs/batch). The service records each job's place in
+   * the array as an object ({id, index, maxRunning, range}).
+   */
+  array: z.union([z.string().regex(ARRAY_RANGE, 'expected a range such as 0-99 or 0-99%8 (at most 8 running at once)'), arrayMemberSchema]).optional(),
 });
+
+/** One job of an array, as stored. */
+export type ArrayMember = z.output<typeof arrayMemberSchema>;
 
 /** The MIG profile a spec names (`profile` or `profile.atLeast`), or undefined. */
 export function profileOf(spec: Pick<JobSpecInput, 'resources'>): string | undefined {

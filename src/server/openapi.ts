@@ -75,6 +75,15 @@ function queryParameters(schema: JsonSchema): object[] {
 
 const idParameter = { name: 'id', in: 'path', required: true, schema: (jobIdParamsSchema['properties'] as Record<string, JsonSchema>)['id'] };
 const secured = [{ bearer: [] }];
+const idempotencyKey = {
+  name: 'Idempotency-Key',
+  in: 'header',
+  required: false,
+  description:
+    'Any unique string (a UUID) for this submission, sent again unchanged on a retry: a retry with the same key and body answers the jobs the first request queued and queues nothing; the same key with another body is refused (409). `migpool submit` sends one per invocation.',
+  schema: { type: 'string', minLength: 1, maxLength: 255, pattern: '^[\\x21-\\x7e]+$' },
+};
+const keyConflict = { '409': json('Error', 'The Idempotency-Key was used for a different submission.') };
 
 /** The OpenAPI 3.1 document; `version` is the service's version. */
 export function openApiDocument(version: string): Record<string, unknown> {
@@ -92,7 +101,9 @@ export function openApiDocument(version: string): Record<string, unknown> {
         post: {
           operationId: 'submitJob',
           summary: 'Queue a job',
+          description: 'A spec with `after: [ids]` starts once those jobs have succeeded (and fails if one of them fails or is cancelled). A spec with `array` is many jobs: submit it with POST /v1/jobs/batch.',
           security: secured,
+          parameters: [idempotencyKey],
           requestBody: {
             required: true,
             content: {
@@ -101,7 +112,7 @@ export function openApiDocument(version: string): Record<string, unknown> {
               'text/yaml': { schema: ref('JobSpec') },
             },
           },
-          responses: { '201': json('JobRecord', 'The queued job.'), ...errors, ...unauthorized },
+          responses: { '201': json('JobRecord', 'The queued job (or, for a retry under the same Idempotency-Key, the job queued the first time).'), ...errors, ...keyConflict, ...unauthorized },
         },
         get: {
           operationId: 'listJobs',
@@ -114,7 +125,9 @@ export function openApiDocument(version: string): Record<string, unknown> {
         post: {
           operationId: 'submitJobs',
           summary: 'Queue several jobs, all or none (a bad spec queues nothing and is named by its position: job spec N)',
+          description: 'A spec with `array: 0-99%8` stands for 100 jobs (indices 0 to 99 in `MIGPOOL_ARRAY_INDEX` and `array.index`), at most 8 of them running at once; the answer lists every job.',
           security: secured,
+          parameters: [idempotencyKey],
           requestBody: {
             required: true,
             content: {
@@ -122,7 +135,7 @@ export function openApiDocument(version: string): Record<string, unknown> {
               'application/yaml': { schema: { type: 'array', minItems: 1, maxItems: 10000, items: ref('JobSpec') } },
             },
           },
-          responses: { '201': { description: 'The queued jobs, in the order given.', content: { 'application/json': { schema: { type: 'object', required: ['jobs'], properties: { jobs: { type: 'array', items: ref('JobRecord') } } } } } }, ...errors, ...unauthorized },
+          responses: { '201': { description: 'The queued jobs, in the order given.', content: { 'application/json': { schema: { type: 'object', required: ['jobs'], properties: { jobs: { type: 'array', items: ref('JobRecord') } } } } } }, ...errors, ...keyConflict, ...unauthorized },
         },
       },
       '/v1/jobs/{id}': {

@@ -62,4 +62,16 @@ export const POSTGRES_MIGRATIONS: readonly Migration[] = [
       CREATE INDEX jobs_owner ON jobs (owner, id);
     `,
   },
+  {
+    version: 4,
+    name: 'idempotency keys of submissions',
+    sql: `
+      CREATE TABLE idempotency_keys (
+        key TEXT PRIMARY KEY,
+        fingerprint TEXT NOT NULL,
+        job_ids TEXT NOT NULL,
+        created_at BIGINT NOT NULL
+      );
+    `,
+  },
 ];

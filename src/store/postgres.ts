@@ -7,6 +7,7 @@ import {
   checkEvent,
   checkFilter,
   checkListEvents,
+  checkIdempotencyKey,
   checkSetting,
   checkTime,
   encodeSpec,
@@ -15,6 +16,8 @@ import {
   listJobsSql,
   missingEventJob,
   parseJobId,
+  replayedIds,
+  scopedIdempotencyKey,
   sortCounts,
   updateJobSql,
   type Dialect,
@@ -85,6 +88,15 @@ export function openPostgresStore(url: string, options: PostgresStoreOptions = {
   // a new one and reports its own error, so there is nothing to do here but not crash.
   pool.on('error', () => {});
   return new PostgresStore(pool, `PostgreSQL ${redactUrl(url)}`, schema ?? null, options.migrations ?? POSTGRES_MIGRATIONS);
+}
+
+/** Inserts the specs of a JSON array ($1) in its order, submitted at $2; returns the rows. */
+const INSERT_JOBS = `INSERT INTO jobs (spec, priority, submitted_at, owner)
+  SELECT e.spec, e.spec->>'priority', $2::bigint, $3::text FROM jsonb_array_elements($1::jsonb) WITH ORDINALITY AS e (spec, ord) ORDER BY e.ord
+  RETURNING *`;
+
+function specsJson(specs: readonly JobSpecInput[]): string {
+  return `[${specs.map((s, i) => encodeSpec(s, i).json).join(',')}]`;
 }
 
 class PostgresStore implements Store {
@@ -182,14 +194,51 @@ class PostgresStore implements Store {
     const owner = options.owner === undefined ? null : checkUserName(options.owner, 'store: insertJobs: owner');
     this.usable();
     if (specs.length === 0) return [];
-    const json = `[${specs.map((s, i) => encodeSpec(s, i).json).join(',')}]`;
-    const rows = await this.query<JobRow>(
-      `INSERT INTO jobs (spec, priority, submitted_at, owner)
-       SELECT e.spec, e.spec->>'priority', $2::bigint, $3::text FROM jsonb_array_elements($1::jsonb) WITH ORDINALITY AS e (spec, ord) ORDER BY e.ord
-       RETURNING *`,
-      [json, now, owner],
-    );
+    const rows = await this.query<JobRow>(INSERT_JOBS, [specsJson(specs), now, owner]);
     return rows.map(jobFromRow).sort((a, b) => Number(a.id) - Number(b.id));
+  }
+
+  /**
+   * One transaction: the key is claimed first (INSERT ... ON CONFLICT DO NOTHING waits for a
+   * concurrent claim of the same key to commit, then finds it), the jobs inserted, the key given
+   * their ids. A retry finds the key and reads the jobs back.
+   */
+  async insertJobsOnce(userKey: string, fingerprint: string, specs: readonly JobSpecInput[], now: number, options: InsertJobOptions = {}): Promise<{ jobs: JobRecord[]; replayed: boolean }> {
+    checkIdempotencyKey(userKey, fingerprint);
+    checkTime('insertJobsOnce: now', now);
+    const owner = options.owner === undefined ? null : checkUserName(options.owner, 'store: insertJobsOnce: owner');
+    const key = scopedIdempotencyKey(userKey, owner);
+    this.usable();
+    const json = specsJson(specs);
+    let client: pg.PoolClient;
+    try {
+      client = await this.pool.connect();
+    } catch (e) {
+      throw this.fail(e);
+    }
+    try {
+      await client.query('BEGIN');
+      const claimed = await client.query('INSERT INTO idempotency_keys (key, fingerprint, job_ids, created_at) VALUES ($1, $2, $3, $4) ON CONFLICT (key) DO NOTHING RETURNING key', [key, fingerprint, '', now]);
+      let result: { jobs: JobRecord[]; replayed: boolean };
+      if (claimed.rowCount === 0) {
+        const row = (await client.query<{ fingerprint: string; job_ids: string }>('SELECT fingerprint, job_ids FROM idempotency_keys WHERE key = $1', [key])).rows[0]!;
+        const ids = replayedIds(userKey, fingerprint, row).map(Number);
+        const rows = (await client.query<JobRow>('SELECT * FROM jobs WHERE id = ANY($1::bigint[]) ORDER BY id', [ids])).rows;
+        result = { jobs: rows.map(jobFromRow), replayed: true };
+      } else {
+        const rows = (await client.query<JobRow>(INSERT_JOBS, [json, now, owner])).rows;
+        const jobs = rows.map(jobFromRow).sort((a, b) => Number(a.id) - Number(b.id));
+        await client.query('UPDATE idempotency_keys SET job_ids = $2 WHERE key = $1', [key, jobs.map((j) => j.id).join(',')]);
+        result = { jobs, replayed: false };
+      }
+      await client.query('COMMIT');
+      return result;
+    } catch (e) {
+      await client.query('ROLLBACK').catch(() => undefined);
+      throw this.fail(e);
+    } finally {
+      client.release();
+    }
   }
 
   async getJob(id: string): Promise<JobRecord | null> {

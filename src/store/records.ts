@@ -1,5 +1,5 @@
 import type { JobSpecInput } from '../jobs/job-spec.js';
-import { badInput, type MigpoolError } from '../errors.js';
+import { badInput, MigpoolError } from '../errors.js';
 import { JOB_STATES, type EventRecord, type JobFilter, type JobPatch, type JobRecord, type JobState, type NewEvent } from './types.js';
 
 /**
@@ -252,6 +252,25 @@ export function checkListEvents(afterSeq: number, limit: number): void {
   integer('listEvents: limit', limit, 0);
 }
 
+/** Checks an idempotency key and fingerprint (non-empty text). */
+export function checkIdempotencyKey(key: unknown, fingerprint: unknown): void {
+  if (typeof key !== 'string' || key.length === 0 || key.length > 255) throw badInput(`store: idempotency key must be text of 1 to 255 characters, got ${JSON.stringify(key)}`);
+  if (typeof fingerprint !== 'string' || fingerprint.length === 0) throw badInput('store: idempotency fingerprint must be non-empty text');
+}
+
+/** The jobs a recorded idempotency key stands for, or the conflict when it came with another request. */
+export function replayedIds(key: string, fingerprint: string, row: { fingerprint: string; job_ids: string }): string[] {
+  const ids = row.job_ids.split(',').filter((x) => x !== '');
+  if (row.fingerprint !== fingerprint) {
+    throw new MigpoolError(
+      'CHECK_FAILED',
+      `Idempotency-Key '${key}' was used for a different submission (job ${ids.join(', ')}): send a new key for a new submission, the same body to retry it`,
+      { path: 'Idempotency-Key' },
+    );
+  }
+  return ids;
+}
+
 /** Checks a setting's key (non-empty text) and, when given, its value (text). */
 export function checkSetting(key: unknown, value?: unknown): void {
   if (typeof key !== 'string' || key.length === 0) throw badInput(`store: setting key must be non-empty text, got ${JSON.stringify(key)}`);
@@ -261,4 +280,12 @@ export function checkSetting(key: unknown, value?: unknown): void {
 /** Counts in a stable order: by state as JOB_STATES lists them, then foreground before background. */
 export function sortCounts<T extends { state: JobState; priority: JobSpecInput['priority'] }>(counts: T[]): T[] {
   return counts.sort((a, b) => JOB_STATES.indexOf(a.state) - JOB_STATES.indexOf(b.state) || PRIORITIES.indexOf(a.priority) - PRIORITIES.indexOf(b.priority));
+}
+
+/**
+ * The key an idempotency key is stored under: each user's keys are their own (user names hold no
+ * `/`), so that one user's key can never return another user's jobs.
+ */
+export function scopedIdempotencyKey(key: string, owner: string | null): string {
+  return owner === null ? key : `${owner}/${key}`;
 }

@@ -6,6 +6,7 @@ import {
   checkEvent,
   checkFilter,
   checkListEvents,
+  checkIdempotencyKey,
   checkSetting,
   checkTime,
   encodeSpec,
@@ -14,6 +15,8 @@ import {
   listJobsSql,
   missingEventJob,
   parseJobId,
+  replayedIds,
+  scopedIdempotencyKey,
   sortCounts,
   updateJobSql,
   type Dialect,
@@ -156,6 +159,32 @@ class SqliteStore implements Store {
       preemptions: 0,
       owner,
     }));
+  }
+
+  async insertJobsOnce(userKey: string, fingerprint: string, specs: readonly JobSpecInput[], now: number, options: InsertJobOptions = {}): Promise<{ jobs: JobRecord[]; replayed: boolean }> {
+    checkIdempotencyKey(userKey, fingerprint);
+    checkTime('insertJobsOnce: now', now);
+    const owner = options.owner === undefined ? null : checkUserName(options.owner, 'store: insertJobsOnce: owner');
+    const key = scopedIdempotencyKey(userKey, owner);
+    const find = this.stmt('SELECT fingerprint, job_ids FROM idempotency_keys WHERE key = ?');
+    const insert = this.stmt('INSERT INTO jobs (spec, priority, submitted_at, owner) VALUES (?, ?, ?, ?)');
+    const record = this.stmt('INSERT INTO idempotency_keys (key, fingerprint, job_ids, created_at) VALUES (?, ?, ?, ?)');
+    const byId = this.stmt('SELECT * FROM jobs WHERE id = ?');
+    // One transaction (SQLite runs them one at a time): the key is never recorded without its
+    // jobs, nor are jobs queued twice under one key.
+    const once = this.db.transaction((): { ids: string[]; replayed: boolean } => {
+      const row = find.get(key) as { fingerprint: string; job_ids: string } | undefined;
+      if (row) return { ids: replayedIds(userKey, fingerprint, row), replayed: true };
+      const ids = specs.map((spec, i) => {
+        const { json, priority } = encodeSpec(spec, i);
+        return String(insert.run(json, priority, now, owner).lastInsertRowid);
+      });
+      record.run(key, fingerprint, ids.join(','), now);
+      return { ids, replayed: false };
+    });
+    const { ids, replayed } = this.run(once);
+    const rows = ids.map((id) => this.run(() => byId.get(Number(id)) as JobRow | undefined)).filter((r): r is JobRow => r !== undefined);
+    return { jobs: rows.map(jobFromRow), replayed };
   }
 
   async getJob(id: string): Promise<JobRecord | null> {

@@ -21,6 +21,13 @@ export interface Store {
   insertJob(spec: JobSpecInput, now: number, options?: InsertJobOptions): Promise<JobRecord>;
   /** Adds many queued jobs in one transaction, in order. */
   insertJobs(specs: readonly JobSpecInput[], now: number, options?: InsertJobOptions): Promise<JobRecord[]>;
+  /**
+   * Idempotent {@link insertJobs}: the first call with `key` inserts the jobs and records the key
+   * with `fingerprint` (a digest of the request) in the same transaction; a later call with the
+   * same key and fingerprint inserts nothing and returns those jobs (`replayed`). CHECK_FAILED when
+   * the key was recorded with another fingerprint. Keys are each owner's own (`options.owner`).
+   */
+  insertJobsOnce(key: string, fingerprint: string, specs: readonly JobSpecInput[], now: number, options?: InsertJobOptions): Promise<{ jobs: JobRecord[]; replayed: boolean }>;
   getJob(id: string): Promise<JobRecord | null>;
   /** Jobs matching the filter, by id ascending (or descending with `order: 'desc'`). */
   listJobs(filter?: JobFilter): Promise<JobRecord[]>;

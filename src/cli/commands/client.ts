@@ -2,7 +2,7 @@ import { readFile } from 'node:fs/promises';
 import type { Command } from 'commander';
 import YAML from 'yaml';
 import { parseJobSpec } from '../../jobs/job-spec.js';
-import { badInput, MigpoolError } from '../../errors.js';
+import { badInput } from '../../errors.js';
 import { FINAL_STATES, JOB_STATES, type JobPlacement, type JobRecord, type JobState } from '../../store/types.js';
 import { ServiceClient, type ConnectOptions } from '../client.js';
 import { writeJson, type Io } from '../io.js';
@@ -90,6 +90,12 @@ export function noteText(j: JobRecord): string {
   return parts.join(' ');
 }
 
+/** `team=vision,exp=7`; `-` when the job has no labels. */
+export function labelsText(j: JobRecord): string {
+  const l = Object.entries(j.spec.labels ?? {});
+  return l.length === 0 ? '-' : l.map(([k, v]) => `${k}=${v}`).join(',');
+}
+
 function durationText(seconds: number): string {
   const s = Math.round(seconds);
   if (s < 60) return `${s}s`;
@@ -130,29 +136,8 @@ interface LogsOptions extends ConnectOptions {
   json?: boolean;
 }
 
-/** The client commands of `migpool serve`: submit, jobs, logs, cancel. */
+/** The client commands of `migpool serve`: jobs, logs, preempt, cancel (submit: `submit.ts`). */
 export function registerClient(program: Command, io: Io): void {
-  withServiceOptions(program.command('submit').description('queue training jobs on `migpool serve` from YAML or JSON files').argument('<file...>', 'job spec files (each holds one spec or a list)'))
-    .option('--json', 'print the queued jobs as JSON')
-    .action(async (files: string[], opts: ConnectOptions & { json?: boolean }) => {
-      const specs = (await Promise.all(files.map(readSpecFile))).flat();
-      const client = await ServiceClient.connect(opts);
-      // All or none: the service checks every spec before it queues any.
-      let queued: JobRecord[];
-      try {
-        queued = specs.length === 1 ? [await client.submit(specs[0]!.spec)] : await client.submitMany(specs.map((s) => s.spec));
-      } catch (e) {
-        if (!(e instanceof MigpoolError)) throw e;
-        // `job spec N: ...` (or `job spec: ...`) becomes the file and job it came from.
-        const m = /^job spec(?: (\d+))?: /.exec(e.message);
-        const at = m ? specs[m[1] === undefined ? 0 : Number(m[1]) - 1] : undefined;
-        const message = e.code === 'BAD_INPUT' && e.details['status'] === 400 && at && m ? `${at.where}: ${e.message.slice(m[0].length)}` : e.message;
-        throw new MigpoolError(e.code, `${message}${specs.length > 1 ? ' (nothing was queued)' : ''}`, e.details);
-      }
-      if (opts.json) return writeJson(io, { jobs: queued });
-      io.out(queued.map((j) => j.id).join('\n'));
-    });
-
   withServiceOptions(program.command('jobs').description('list the jobs of `migpool serve`, newest first, a page at a time'))
     .option('--state <states>', `only jobs in these states (comma-separated: ${JOB_STATES.join(', ')})`)
     .option('--priority <priority>', 'only foreground or background jobs')
@@ -178,9 +163,10 @@ export function registerClient(program: Command, io: Io): void {
       if (opts.json) return writeJson(io, { jobs, next });
       if (jobs.length === 0) return io.out('no jobs');
       const now = Date.now();
+      const withLabels = jobs.some((j) => Object.keys(j.spec.labels ?? {}).length > 0);
       io.out(
         renderTable(
-          ['ID', 'NAME', 'USER', 'STATE', 'PRIORITY', 'PLACEMENT', 'ATTEMPT', 'SUBMITTED', 'STARTED', 'ENDED', 'EXIT', 'NOTE'],
+          ['ID', 'NAME', 'USER', 'STATE', 'PRIORITY', 'PLACEMENT', 'ATTEMPT', 'SUBMITTED', 'STARTED', 'ENDED', 'EXIT', ...(withLabels ? ['LABELS'] : []), 'NOTE'],
           jobs.map((j) => [
             j.id,
             j.spec.name,
@@ -193,6 +179,7 @@ export function registerClient(program: Command, io: Io): void {
             ageText(j.startedAt, now),
             ageText(j.endedAt, now),
             j.exitCode === null ? '-' : String(j.exitCode),
+            ...(withLabels ? [labelsText(j)] : []),
             noteText(j),
           ]),
         ),
