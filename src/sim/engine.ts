@@ -678,5 +678,6 @@ export function simulate(input: SimulationInput): SimulationResult {
     bigJobs: bigJobMetrics(byInputIndex.map((j) => ({ gpus: j.spec.gpus, jct: j.status === 'done' ? j.finished - j.spec.arrival : null }))),
     preemptions: { total: preemptionTotal, maxPerJob: preemptionMax },
     bounds: lowerBounds(jobs, input.fleet.gpus, speeds, startTime, scaling),
+    unknownMemoryJobs: jobs.filter((j) => j.memory === null).length,
   };
 }

@@ -90,4 +90,10 @@ export interface SimulationResult {
   readonly preemptions: PreemptionMetrics;
   /** The trace's offline lower bounds on this fleet (the same for every policy of a run). */
   readonly bounds: Bounds;
+  /**
+   * Jobs whose memory is unknown (neither the job nor its workload says: the DeepPool models,
+   * `large`): placed only where their user allowed, a whole GPU or the profile they asked for
+   * (src/sched/context.ts unknownMemoryAllowed), never on a slice picked on a guess.
+   */
+  readonly unknownMemoryJobs: number;
 }
