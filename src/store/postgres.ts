@@ -21,7 +21,8 @@ import {
   type EventRow,
   type JobRow,
 } from './records.js';
-import type { EventRecord, JobFilter, JobPatch, JobRecord, JobState, NewEvent, Store } from './types.js';
+import { checkObservation, observationFromRow, type ObservationRow } from './observations.js';
+import type { EventRecord, JobFilter, JobPatch, JobRecord, JobState, NewEvent, Store, WorkloadObservation } from './types.js';
 
 export interface PostgresStoreOptions {
   /**
@@ -255,5 +256,23 @@ class PostgresStore implements Store {
   async putSetting(key: string, value: string): Promise<void> {
     checkSetting(key, value);
     await this.query('INSERT INTO settings (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value', [key, value]);
+  }
+
+  async putObservation(observation: WorkloadObservation): Promise<void> {
+    const o = checkObservation(observation);
+    await this.query(
+      `INSERT INTO workload_observations (job_id, attempt, workload, gpu_model, resource, samples_per_second, peak_memory_mib, out_of_memory, time) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+       ON CONFLICT (job_id, attempt) DO UPDATE SET workload = EXCLUDED.workload, gpu_model = EXCLUDED.gpu_model, resource = EXCLUDED.resource, samples_per_second = EXCLUDED.samples_per_second,
+         peak_memory_mib = EXCLUDED.peak_memory_mib, out_of_memory = EXCLUDED.out_of_memory, time = EXCLUDED.time`,
+      [o.jobNumber, o.attempt, o.workload, o.gpuModel, o.resource, o.samplesPerSecond, o.peakMemoryMiB, o.outOfMemory, o.time],
+    );
+  }
+
+  async listObservations(workload?: string): Promise<WorkloadObservation[]> {
+    const rows =
+      workload === undefined
+        ? await this.query<ObservationRow>('SELECT * FROM workload_observations ORDER BY time, job_id, attempt')
+        : await this.query<ObservationRow>('SELECT * FROM workload_observations WHERE workload = $1 ORDER BY time, job_id, attempt', [workload]);
+    return rows.map(observationFromRow);
   }
 }
