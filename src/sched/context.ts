@@ -15,10 +15,13 @@ import type { JobSpec, PolicyContext, ScalingModel, SpeedQuery } from './types.j
  * it fits: such a job fits only where its user allowed it (see `memoryFit`).
  */
 
-/** Relative speeds of workloads on resources, cached per workload object. */
+/**
+ * Relative speeds of workloads on resources, cached per workload object (weakly: the service
+ * replaces a workload by its refitted copy as its jobs teach it, and the old one goes).
+ */
 export class SpeedTable {
-  private readonly cache = new Map<Workload, Map<string, number>>();
-  private readonly noMemory = new Map<Workload, Workload>();
+  private readonly cache = new WeakMap<Workload, Map<string, number>>();
+  private readonly noMemory = new WeakMap<Workload, Workload>();
 
   /**
    * A workload's speed on a resource relative to a whole GPU of the same model (1 for 'full').
