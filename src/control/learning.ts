@@ -1,5 +1,6 @@
 import type { GpuInstanceInfo, GpuPort, GpuProcess } from '../gpu/port.js';
 import { resolveGpuModel } from '../mig/catalog/index.js';
+import { predict } from '../perf/model.js';
 import { raiseMemoryAfterOom, refitWorkload, type ObservedPoint } from '../perf/refit.js';
 import type { Workload } from '../perf/types.js';
 import type { JobPlacement, JobRecord, Store, WorkloadObservation } from '../store/types.js';
@@ -263,4 +264,66 @@ export class WorkloadLearning {
       }
     }
   }
+}
+
+/** One measured point of a learned workload beside what the model said before and says after learning. */
+export interface LearnedPoint {
+  readonly jobId: string;
+  readonly attempt: number;
+  readonly gpuModel: string;
+  readonly resource: string;
+  readonly samplesPerSecond: number | null;
+  /** samples/s the built-in (or user) workload predicts there; null without a measured speed. */
+  readonly modelSamplesPerSecond: number | null;
+  /** samples/s the learned workload predicts there. */
+  readonly learnedSamplesPerSecond: number | null;
+  readonly peakMemoryMiB: number | null;
+  readonly outOfMemory: boolean;
+}
+
+/** A learned workload as `migpool workloads --fit` shows it. */
+export interface LearnedFit {
+  readonly name: string;
+  readonly workload: Workload;
+  readonly points: readonly LearnedPoint[];
+  /** Mean |predicted - measured| / measured over the points with a speed: of the model before learning, and of the learned fit. */
+  readonly error: { readonly model: number; readonly learned: number } | null;
+  readonly memoryGiB: { readonly model: number | null; readonly learned: number | null };
+}
+
+/** How the learned workload fits its own observations, against the model it started from (pure). */
+export function learnedFit(name: string, base: Workload, observations: readonly WorkloadObservation[]): LearnedFit {
+  const workload = learnedWorkload(base, observations);
+  const speed = (w: Workload, o: WorkloadObservation): number | null => {
+    try {
+      const gpu = resolveGpuModel(o.gpuModel);
+      const resource = o.resource === 'whole' ? ({ kind: 'full', gpu } as const) : ({ kind: 'mig', gpu, profile: o.resource } as const);
+      return predict({ ...w, memoryGiB: null }, resource).samplesPerSecond;
+    } catch {
+      return null;
+    }
+  };
+  const points = observations.map((o): LearnedPoint => {
+    const measured = o.samplesPerSecond !== null;
+    return {
+      jobId: o.jobId,
+      attempt: o.attempt,
+      gpuModel: o.gpuModel,
+      resource: o.resource,
+      samplesPerSecond: o.samplesPerSecond,
+      modelSamplesPerSecond: measured ? speed(base, o) : null,
+      learnedSamplesPerSecond: measured ? speed(workload, o) : null,
+      peakMemoryMiB: o.peakMemoryMiB,
+      outOfMemory: o.outOfMemory,
+    };
+  });
+  const judged = points.filter((p) => p.samplesPerSecond !== null && p.modelSamplesPerSecond !== null && p.learnedSamplesPerSecond !== null);
+  const mean = (f: (p: LearnedPoint) => number) => judged.reduce((s, p) => s + Math.abs(f(p) - p.samplesPerSecond!) / p.samplesPerSecond!, 0) / judged.length;
+  return {
+    name,
+    workload,
+    points,
+    error: judged.length === 0 ? null : { model: mean((p) => p.modelSamplesPerSecond!), learned: mean((p) => p.learnedSamplesPerSecond!) },
+    memoryGiB: { model: base.memoryGiB, learned: workload.memoryGiB },
+  };
 }
