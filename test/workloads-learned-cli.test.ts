@@ -47,5 +47,8 @@ describe('migpool workloads --fit --data-dir', () => {
     expect(r.code).toBe(2);
     expect(r.err.trim().split('\n')).toHaveLength(1);
     expect(r.err).toContain('no migpool.db there');
+    const without = await cli('workloads', '--data-dir', dir);
+    expect(without.code).toBe(2);
+    expect(without.err).toContain('--data-dir and --database go with --fit');
   });
 });
