@@ -139,3 +139,16 @@ describe('WorkloadLearning', () => {
     expect((await again.observe([shared, unnamed], modelOf, () => 100, T0 + 90_000)).size).toBe(0);
   });
 });
+
+describe('WorkloadLearning fits the newest speeds', () => {
+  it('reads at most FIT_PER_RESOURCE speeds per resource, the newest, and the memory of all', async () => {
+    const s = await store();
+    // An old, slow version of the job and a newer one twice as fast, on the same slice.
+    for (let i = 1; i <= 20; i++) await s.putObservation({ workload: 'small', jobId: String(i), attempt: 1, gpuModel: A100.name, resource: '1g.5gb', samplesPerSecond: i <= 4 ? 250 : 500, peakMemoryMiB: i === 1 ? 5000 : null, outOfMemory: false, time: T0 + i });
+    const learning = new WorkloadLearning(s, new SimulatedGpuPort(SimulatedMachine.create(parseSimulateSpec('1xA100-SXM4-40GB'), 1, '1xA100-SXM4-40GB')));
+    await learning.load();
+    const w = learning.workload('small', small);
+    expect(sps(w, '1g.5gb')).toBeCloseTo(500, 0);
+    expect(w.memoryGiB).toBe(4.89);
+  });
+});

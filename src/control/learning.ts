@@ -25,6 +25,13 @@ export interface LearningOptions {
   readonly persistMs?: number;
 }
 
+/**
+ * The fit reads at most this many of the newest observations per GPU model and resource (the store
+ * keeps them all): enough to average out noise, few enough that a long-lived service refits fast
+ * and follows a workload that changed (a new version of the job's code).
+ */
+export const FIT_PER_RESOURCE = 16;
+
 /** A measured speed moves the fit only when it differs from the one the fit used by more than this share (progress is read every tick). */
 export const SPEED_CHANGE = 0.05;
 
@@ -144,10 +151,29 @@ export class WorkloadLearning {
     if (version === undefined) return base;
     const f = this.fitted.get(name);
     if (f && f.base === base && f.version === version) return f.workload;
-    let workload = base;
+    let workload: Workload;
     try {
-      workload = learnedWorkload(base, this.observations(name));
+      // Speeds of the newest FIT_PER_RESOURCE observations per resource; memory of all of them.
+      const newestFirst = this.observations(name).reverse();
+      const kept = new Map<string, number>();
+      const capped = newestFirst.map((o) => {
+        const k = `${o.gpuModel}|${o.resource}`;
+        if (o.samplesPerSecond !== null) kept.set(k, (kept.get(k) ?? 0) + 1);
+        return (kept.get(k) ?? 0) > FIT_PER_RESOURCE ? { ...o, samplesPerSecond: null } : o;
+      });
+      workload = learnedWorkload(base, capped.reverse());
+      for (const model of new Set(newestFirst.map((o) => o.gpuModel))) {
+        let gpu;
+        try {
+          gpu = resolveGpuModel(model);
+        } catch {
+          continue;
+        }
+        const full = predict({ ...workload, memoryGiB: null }, { kind: 'full', gpu }).samplesPerSecond;
+        if (full === null || !Number.isFinite(full) || full <= 0) throw new Error(`the refitted curve gives ${String(full)} samples/s on a whole ${model}`);
+      }
     } catch (e) {
+      workload = base;
       this.log?.(`workload ${name}: its observations could not be fitted (${e instanceof Error ? e.message : String(e)}); using the model's curve`);
     }
     this.fitted.set(name, { base, version, workload });
