@@ -55,7 +55,7 @@ describe('migpool simulate', () => {
     expect(json.trace).toBe('philly');
     expect(json.fleet).toBe('8xA100-SXM4-40GB');
     expect(json.jobs).toBe(40);
-    expect(Object.keys(json)).toEqual(['trace', 'fleet', 'jobs', 'info', 'preemptionCostSeconds', 'seed', 'seeds', 'bounds', 'policies']);
+    expect(Object.keys(json)).toEqual(['trace', 'fleet', 'jobs', 'info', 'preemptionCostSeconds', 'seed', 'seeds', 'bounds', 'unknownMemoryJobs', 'policies']);
     expect(json.policies.map((p) => p.name)).toEqual(policies);
     for (const p of json.policies) {
       expect(Object.keys(p)).toEqual(POLICY_KEYS);
@@ -72,6 +72,17 @@ describe('migpool simulate', () => {
       expect(p.byPriority.background.jobs).toBeGreaterThan(0);
       expect(p.byPriority.foreground.jobs + p.byPriority.background.jobs).toBe(60);
     }
+  });
+
+  it('counts the jobs of unknown memory and places them only where their user allowed', async () => {
+    const file = join(dir, 'unknown-memory.csv');
+    // deeppool-vit-b32 has no memory figure: one job names no profile, one asks for 1g.5gb.
+    writeFileSync(file, 'arrival,workload,gpus,duration,profile\n0,deeppool-vit-b32,1,600,\n0,deeppool-vit-b32,1,600,1g.5gb\n0,small,1,600,\n');
+    const json = (await simulateJson('--trace', file, '--fleet', '1xA100-SXM4-40GB', '--policies', 'migpool')) as SimulateJson & { unknownMemoryJobs: number };
+    expect(json.unknownMemoryJobs).toBe(2);
+    expect(json.policies[0]?.completed).toBe(3);
+    const { out } = await cli('simulate', '--trace', file, '--fleet', '1xA100-SXM4-40GB', '--policies', 'migpool');
+    expect(out).toContain('2 of 3 jobs have unknown memory: placed only on a whole GPU or the profile they asked for');
   });
 
   it('generates a synthetic trace of --limit jobs, the same for the same seed', async () => {

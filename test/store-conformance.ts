@@ -442,6 +442,34 @@ export function storeConformance(name: string, open: () => Promise<Store>, optio
       });
     });
 
+    describe('workload observations', () => {
+      const seen = { workload: 'resnet26-cifar10', jobId: '1', attempt: 1, gpuModel: 'A100-SXM4-40GB', resource: '1g.5gb', samplesPerSecond: 812.5, peakMemoryMiB: 2950, outOfMemory: false, time: T0 };
+
+      it('keeps one per job and attempt, the last written, and lists them oldest first, all or of one workload', async () => {
+        await store.putObservation(seen);
+        await store.putObservation({ ...seen, samplesPerSecond: 790.25, peakMemoryMiB: 3010, time: T0 + 10 });
+        await store.putObservation({ ...seen, jobId: '2', resource: 'whole', samplesPerSecond: null, peakMemoryMiB: null, time: T0 + 5 });
+        await store.putObservation({ ...seen, workload: 'bert-base-squad', jobId: '3', outOfMemory: true, time: T0 + 1 });
+        expect(await store.listObservations('resnet26-cifar10')).toEqual([
+          { ...seen, jobId: '2', resource: 'whole', samplesPerSecond: null, peakMemoryMiB: null, time: T0 + 5 },
+          { ...seen, samplesPerSecond: 790.25, peakMemoryMiB: 3010, time: T0 + 10 },
+        ]);
+        expect((await store.listObservations()).map((o) => [o.workload, o.jobId])).toEqual([
+          ['bert-base-squad', '3'],
+          ['resnet26-cifar10', '2'],
+          ['resnet26-cifar10', '1'],
+        ]);
+        expect(await store.listObservations('none-such')).toEqual([]);
+      });
+
+      it('refuses a malformed observation with a one-line BAD_INPUT naming the field', async () => {
+        expect((await rejection(store.putObservation({ ...seen, samplesPerSecond: -1 }))).message).toContain('samplesPerSecond');
+        expect((await rejection(store.putObservation({ ...seen, jobId: 'x' }))).message).toContain('jobId');
+        expect((await rejection(store.putObservation({ ...seen, workload: '' }))).message).toContain('workload');
+        expect(await store.listObservations()).toEqual([]);
+      });
+    });
+
     describe('life cycle', () => {
       it('init() twice is harmless and keeps the data', async () => {
         const job = await store.insertJob(spec('a'), T0);

@@ -24,6 +24,7 @@ import { executePlans } from './apply.js';
 import { JournalFile } from './journal.js';
 import { launchRefusal } from './launch-check.js';
 import { attemptIdentity } from './run-as.js';
+import { WorkloadLearning, type LearningOptions } from './learning.js';
 import { MIN_RUN_BEFORE_PREEMPT_SECONDS, preemptRefusal, repartitionBackoffMs } from './preempt-rules.js';
 import { modelOfGpu, readCurrentState } from './state-reader.js';
 import { expandArrays, isArraySubmission } from './arrays.js';
@@ -73,6 +74,8 @@ export interface ServiceOptions {
   readonly users?: () => ReadonlyMap<string, UserShare> | Promise<ReadonlyMap<string, UserShare>>;
   /** Who owns a job (`JobSpec.user`, for fair share and quotas) [none: the pool's default user]. */
   readonly jobOwner?: (job: JobRecord) => string | undefined;
+  /** How the service learns workloads from its jobs' progress and memory (see learning.ts). */
+  readonly learning?: LearningOptions;
 }
 
 /** One round of a live scheduling pass, as recorded for a replay. */
@@ -134,8 +137,10 @@ const EXPLAIN_EVERY_MS = 1000;
  * service re-reads the GPUs, re-adopts the attempts still running and settles the others.
  */
 export class PoolServiceImpl implements PoolService {
-  private readonly o: Required<Omit<ServiceOptions, 'workloads' | 'log' | 'jobEnv' | 'hold' | 'onRound' | 'users' | 'jobOwner'>> & Pick<ServiceOptions, 'workloads' | 'log' | 'jobEnv' | 'hold' | 'onRound' | 'users' | 'jobOwner'>;
+  private readonly o: Required<Omit<ServiceOptions, 'workloads' | 'log' | 'jobEnv' | 'hold' | 'onRound' | 'users' | 'jobOwner' | 'learning'>> & Pick<ServiceOptions, 'workloads' | 'log' | 'jobEnv' | 'hold' | 'onRound' | 'users' | 'jobOwner' | 'learning'>;
   private readonly ctx: PolicyContext;
+  /** What the jobs taught of their workloads: speeds and memory, in the store, refitted for the policy. */
+  readonly learning: WorkloadLearning;
   /** The performance model's speeds, shared with the policy's context (one table for both). */
   private readonly speeds = new SpeedTable();
   /** GPU-seconds of each open job's finished attempts, and its preemptions (this service's life). */
@@ -198,6 +203,7 @@ export class PoolServiceImpl implements PoolService {
       minRunBeforePreemptSeconds: MIN_RUN_BEFORE_PREEMPT_SECONDS,
       ...options,
     };
+    this.learning = new WorkloadLearning(this.o.store, this.o.gpu, this.o.learning, this.o.log);
     this.ctx = createPolicyContext({ random: createRandom(this.o.seed), reconfigureSeconds: this.o.reconfigureSeconds, speeds: this.speeds });
     this.startedAt = this.o.now();
     this.o.executor.onExit((r) => {
@@ -215,6 +221,7 @@ export class PoolServiceImpl implements PoolService {
   /** Reads the GPUs and the jobs, re-adopts running attempts, settles the rest, and starts the loop. */
   async start(): Promise<void> {
     await this.refreshGpus();
+    await this.learning.load();
     const open = await this.o.store.listJobs({ states: ['queued', 'starting', 'running'], limit: Number.MAX_SAFE_INTEGER });
     for (const r of open) {
       this.active.set(r.id, r);
@@ -583,6 +590,7 @@ export class PoolServiceImpl implements PoolService {
     // Nothing here holds more: it fails as usual.
     if (!this.gpusFound.some((x) => x.model.memoryGB >= need)) return false;
     if (rec.spec.workload !== undefined) this.learned.set(rec.spec.workload, raiseMemoryAfterOom(spec.workload, have));
+    await this.learning.outOfMemory(rec, g.model.name, this.o.now());
     this.specs.set(rec.id, { ...spec, memoryGiB: need });
     this.oomMoves.set(rec.id, (this.oomMoves.get(rec.id) ?? 0) + 1);
     const reason = `out of GPU memory on ${p.profile} (${have} GiB) in attempt ${rec.attempt}; requeued for a slice with more than ${have} GiB`;
@@ -783,6 +791,7 @@ export class PoolServiceImpl implements PoolService {
 
   private async endAttempt(rec: JobRecord, how: { exitCode: number | null; reason: string | null; failure: boolean; stopped?: boolean }): Promise<void> {
     this.recordRun(rec, how.stopped === true && rec.reason === 'preempting');
+    await this.learning.ended(rec);
     if (how.failure && !how.stopped && !rec.cancelRequested && (await this.movedUpAfterOom(rec))) return;
     const now = this.o.now();
     const base: JobPatch = { exitCode: how.exitCode, endedAt: now, process: rec.process, placement: rec.placement };
@@ -958,6 +967,22 @@ export class PoolServiceImpl implements PoolService {
     this.pending = reasons;
   }
 
+  /**
+   * Hands the running jobs' measured speeds and memory to the learner; the open jobs of a workload
+   * whose fit changed see the refitted workload from the next pass on.
+   */
+  private async learn(): Promise<void> {
+    const modelOf = (index: number) => this.gpusFound.find((g) => g.index === index)?.model.name ?? null;
+    const changed = await this.learning.observe(this.active.values(), modelOf, (id) => this.progress.get(id)?.samplesPerSecond ?? null, this.o.now());
+    if (changed.size === 0) return;
+    for (const r of this.active.values()) {
+      const spec = this.specs.get(r.id);
+      if (!spec || r.spec.workload === undefined || !changed.has(r.spec.workload)) continue;
+      this.specs.set(r.id, { ...spec, workload: this.jobSpecOf(r).workload });
+      this.reported.delete(r.id);
+    }
+  }
+
   /** Reads the progress lines running jobs printed since the last read (bounded per job, see ProgressReader). */
   private async readProgress(): Promise<void> {
     if (this.readingProgress) return;
@@ -967,6 +992,7 @@ export class PoolServiceImpl implements PoolService {
         if (r.state !== 'running' || !r.process) continue;
         await this.progress.poll(r.id, this.o.executor.logPaths(r.process).stdout, this.o.now());
       }
+      await this.learn();
     } catch (e) {
       this.o.log?.(`reading progress failed: ${e instanceof Error ? e.message : String(e)}`);
     } finally {
@@ -1040,6 +1066,7 @@ export class PoolServiceImpl implements PoolService {
     }
     const learned = r.spec.workload === undefined ? undefined : this.learned.get(r.spec.workload);
     if (learned) workload = learned;
+    if (r.spec.workload !== undefined) workload = this.learning.workload(r.spec.workload, workload);
     // A job that names no workload borrows the default's speed curve, not its memory: what it
     // needs is unknown (the user's profile or memory request says where it fits).
     if (r.spec.workload === undefined) workload = this.unnamedWorkload(workload);

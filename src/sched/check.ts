@@ -1,6 +1,6 @@
 import { countingViolation } from '../mig/geometry.js';
 import type { GiProfile } from '../mig/types.js';
-import { fitsMemory, memoryOf, profileOf } from './context.js';
+import { fitsMemory, memoryOf, profileOf, unknownMemoryAllowed } from './context.js';
 import { isInstanceUsable, isSettled, profileAllows } from './policies/common.js';
 import { quotaProblem } from './shares.js';
 import { NO_HISTORY, type ClusterView, type Decision, type GpuView, type JobHistory, type JobSpec } from './types.js';
@@ -59,6 +59,7 @@ export function checkDecision(view: ClusterView, d: Decision, lookup: CheckLooku
       if (job.gpus !== 1) return `${what}: the job wants ${job.gpus} GPUs; MIG instances take single-GPU jobs only`;
       const need = memoryOf(job);
       if (!fitsMemory(need, inst.profile.memoryGiB)) return `${what}: the job needs ${need} GiB and ${inst.profile.name} has ${inst.profile.memoryGiB} GiB`;
+      if (need === null && !unknownMemoryAllowed(job, { kind: 'instance', model: g.model, profile: inst.profile.name })) return `${what}: the job's memory is unknown and it asked for no profile: only a whole GPU is known to hold it`;
       if (!profileAllows(job, inst.profile.name, g.model)) {
         return job.exactProfile === true ? `${what}: the job asked for exactly ${job.profile}, not ${inst.profile.name}` : `${what}: the job asked for ${job.profile} and ${inst.profile.name} is smaller`;
       }

@@ -11,13 +11,17 @@ import type { JobSpec, PolicyContext, ScalingModel, SpeedQuery } from './types.j
  *
  * Speed is relative: a workload's samples/s on a resource over its samples/s on a whole GPU of the
  * same model with MIG off, so that a job's work (full-GPU seconds) ends on time on a whole GPU of
- * any model. Memory is the job's `memoryGiB`, else its workload's; unknown memory fits.
+ * any model. Memory is the job's `memoryGiB`, else its workload's. Unknown memory is no guess that
+ * it fits: such a job fits only where its user allowed it (see `memoryFit`).
  */
 
-/** Relative speeds of workloads on resources, cached per workload object. */
+/**
+ * Relative speeds of workloads on resources, cached per workload object (weakly: the service
+ * replaces a workload by its refitted copy as its jobs teach it, and the old one goes).
+ */
 export class SpeedTable {
-  private readonly cache = new Map<Workload, Map<string, number>>();
-  private readonly noMemory = new Map<Workload, Workload>();
+  private readonly cache = new WeakMap<Workload, Map<string, number>>();
+  private readonly noMemory = new WeakMap<Workload, Workload>();
 
   /**
    * A workload's speed on a resource relative to a whole GPU of the same model (1 for 'full').
@@ -87,12 +91,35 @@ export function profileOf(model: GpuModel, name: string): GiProfile {
   return p;
 }
 
-/** Whether a job fits a resource's memory (N jobs share a time-sliced or MPS GPU's memory). */
-export function fitsOn(job: Pick<JobSpec, 'memoryGiB' | 'workload'>, on: SpeedQuery): boolean {
+/**
+ * Whether a job fits a resource's memory: 'yes', 'no', or 'unknown' when the job's need (or the
+ * resource's size) is not known. N jobs share a time-sliced or MPS GPU's memory.
+ */
+export function memoryFit(job: Pick<JobSpec, 'memoryGiB' | 'workload'>, on: SpeedQuery): 'yes' | 'no' | 'unknown' {
   const need = memoryOf(job);
-  if (need === null) return true;
-  if (on.kind === 'instance') return fitsMemory(need, profileOf(on.model, on.profile).memoryGiB);
-  return fitsMemory(need, on.model.memoryGB, on.kind === 'whole' ? 1 : on.jobs);
+  if (need === null) return 'unknown';
+  const have = on.kind === 'instance' ? profileOf(on.model, on.profile).memoryGiB : on.model.memoryGB;
+  if (have === null) return 'unknown';
+  return fitsMemory(need, have, on.kind === 'instance' || on.kind === 'whole' ? 1 : on.jobs) ? 'yes' : 'no';
+}
+
+/**
+ * Whether a job of unknown memory may go on a resource: where its user allowed it, never on a
+ * smaller share a policy picks on a guess. A whole GPU (what a job asks for by default), a GPU it
+ * has alone, and an instance when the job named a profile (the user said that profile, or one at
+ * least as large, holds it; the policy's profile rule says which) are allowed; a slice the job did
+ * not ask for, and a GPU shared with other jobs, are not.
+ */
+export function unknownMemoryAllowed(job: Pick<JobSpec, 'profile'>, on: SpeedQuery): boolean {
+  if (on.kind === 'whole') return true;
+  if (on.kind === 'instance') return job.profile !== null;
+  return on.jobs <= 1;
+}
+
+/** Whether a job fits a resource's memory; unknown memory fits only where `unknownMemoryAllowed`. */
+export function fitsOn(job: Pick<JobSpec, 'memoryGiB' | 'workload' | 'profile'>, on: SpeedQuery): boolean {
+  const fit = memoryFit(job, on);
+  return fit === 'yes' || (fit === 'unknown' && unknownMemoryAllowed(job, on));
 }
 
 /** What a policy context is made of besides the model. */

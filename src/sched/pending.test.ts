@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { resolveGpuModel } from '../mig/catalog/index.js';
 import { resolveWorkload } from '../perf/workloads.js';
+import { createPolicyContext } from './context.js';
 import { explainPending } from './pending.js';
 import type { ClusterView, GpuView, JobSpec, PolicyContext } from './types.js';
 
@@ -47,6 +48,13 @@ describe('explainPending', () => {
     const r = explainPending(view, fitsByMemory);
     expect(r.get('fits')).toBe('waiting: idle slices (2x1g.5gb) were not given to it in the last pass; 0 jobs ahead in line');
     expect(r.get('big')).toBe('waiting for a whole GPU or a larger slice: the idle slices (2x1g.5gb) are too small for it');
+  });
+
+  it('tells a job of unknown memory beside idle slices that it waits for a whole GPU, and how to let it use a slice', () => {
+    const vit = resolveWorkload('deeppool-vit-b32');
+    const view: ClusterView = { now: 0, gpus: [cut(0, ['r1', null, null, 'r4', 'r5', 'r6', 'r7'])], queue: [job('unknown', { workload: vit })], running: new Map() };
+    const r = explainPending(view, createPolicyContext({ random: () => 0, reconfigureSeconds: 5 }));
+    expect(r.get('unknown')).toBe('waiting for a whole GPU: its memory is unknown, so no slice is chosen for it on a guess (idle: 2x1g.5gb); give resources.memory or a profile to let it use one');
   });
 
   it('names whole GPUs wanted and GPUs being re-partitioned', () => {

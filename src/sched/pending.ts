@@ -1,4 +1,5 @@
 import type { ClusterView, JobSpec, PolicyContext } from './types.js';
+import { memoryOf } from './context.js';
 import { canEverRun } from './policies/common.js';
 
 /**
@@ -55,9 +56,9 @@ export function explainPending(view: ClusterView, ctx: PolicyContext): Map<strin
         }
       }
       const list = [...idle].map(([p, n]) => `${n}x${p}`).join(', ');
-      return fitsOne
-        ? `waiting: idle slices (${list}) were not given to it in the last pass; ${before} job${before === 1 ? '' : 's'} ahead in line`
-        : `waiting for a whole GPU or a larger slice: the idle slices (${list}) are too small for it`;
+      if (fitsOne) return `waiting: idle slices (${list}) were not given to it in the last pass; ${before} job${before === 1 ? '' : 's'} ahead in line`;
+      if (memoryOf(job) === null) return `waiting for a whole GPU: its memory is unknown, so no slice is chosen for it on a guess (idle: ${list}); give resources.memory or a profile to let it use one`;
+      return `waiting for a whole GPU or a larger slice: the idle slices (${list}) are too small for it`;
     }
     return `waiting for the next scheduling pass (${idleWhole} whole GPU${idleWhole === 1 ? '' : 's'} idle)`;
   }

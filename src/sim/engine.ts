@@ -695,5 +695,6 @@ export function simulate(input: SimulationInput): SimulationResult {
     preemptions: { total: preemptionTotal, maxPerJob: preemptionMax },
     bounds: lowerBounds(jobs, input.fleet.gpus, speeds, startTime, scaling),
     ...(users ? { byUser: users.result(perJob, input.users) } : {}),
+    unknownMemoryJobs: jobs.filter((j) => j.memory === null).length,
   };
 }

@@ -30,6 +30,7 @@ function result(policy: string, scale: number): SimulationResult {
     bigJobs: { count: 10, completed: 10, avgJctSeconds: 5000, p99JctSeconds: 9000 },
     preemptions: { total: 3, maxPerJob: 1 },
     bounds: { avgJctSeconds: 500, makespanSeconds: 7000 },
+    unknownMemoryJobs: 0,
   };
 }
 

@@ -98,4 +98,10 @@ export interface SimulationResult {
   readonly bounds: Bounds;
   /** Per user, in order of first job: only when the run has users (SimulationInput.users, or jobs that name one). */
   readonly byUser?: readonly UserMetrics[];
+  /**
+   * Jobs whose memory is unknown (neither the job nor its workload says: the DeepPool models,
+   * `large`): placed only where their user allowed, a whole GPU or the profile they asked for
+   * (src/sched/context.ts unknownMemoryAllowed), never on a slice picked on a guess.
+   */
+  readonly unknownMemoryJobs: number;
 }

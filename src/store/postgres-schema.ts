@@ -74,4 +74,23 @@ export const POSTGRES_MIGRATIONS: readonly Migration[] = [
       );
     `,
   },
+  {
+    version: 5,
+    name: 'workload_observations',
+    sql: `
+      CREATE TABLE workload_observations (
+        job_id BIGINT NOT NULL,
+        attempt INTEGER NOT NULL,
+        workload TEXT NOT NULL,
+        gpu_model TEXT NOT NULL,
+        resource TEXT NOT NULL,
+        samples_per_second DOUBLE PRECISION,
+        peak_memory_mib DOUBLE PRECISION,
+        out_of_memory BOOLEAN NOT NULL DEFAULT FALSE,
+        time BIGINT NOT NULL,
+        PRIMARY KEY (job_id, attempt)
+      );
+      CREATE INDEX workload_observations_workload ON workload_observations (workload, time);
+    `,
+  },
 ];

@@ -116,7 +116,7 @@ if (url === undefined) {
       const upgrade = openIn(schema, [...base, broken]);
       await failure(upgrade.init());
       await upgrade.close();
-      expect(await tables(schema)).toEqual(['events', 'idempotency_keys', 'jobs', 'schema_migrations', 'settings', 'users']);
+      expect(await tables(schema)).toEqual(['events', 'idempotency_keys', 'jobs', 'schema_migrations', 'settings', 'users', 'workload_observations']);
     });
 
     it('applies migrations once when several stores start at the same moment', async () => {

@@ -74,4 +74,23 @@ export const SQLITE_MIGRATIONS: readonly Migration[] = [
       ) STRICT, WITHOUT ROWID;
     `,
   },
+  {
+    version: 5,
+    name: 'workload_observations',
+    sql: `
+      CREATE TABLE workload_observations (
+        job_id INTEGER NOT NULL,
+        attempt INTEGER NOT NULL,
+        workload TEXT NOT NULL,
+        gpu_model TEXT NOT NULL,
+        resource TEXT NOT NULL,
+        samples_per_second REAL,
+        peak_memory_mib REAL,
+        out_of_memory INTEGER NOT NULL DEFAULT 0 CHECK (out_of_memory IN (0, 1)),
+        time INTEGER NOT NULL,
+        PRIMARY KEY (job_id, attempt)
+      ) STRICT;
+      CREATE INDEX workload_observations_workload ON workload_observations (workload, time);
+    `,
+  },
 ];

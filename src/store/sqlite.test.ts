@@ -65,7 +65,7 @@ describe('SQLite migrations', () => {
       await store.close();
     }
     expect(versions(path)).toEqual(base.map((m) => m.version));
-    expect(tables(path)).toEqual(['events', 'idempotency_keys', 'jobs', 'schema_migrations', 'settings', 'users']);
+    expect(tables(path)).toEqual(['events', 'idempotency_keys', 'jobs', 'schema_migrations', 'settings', 'users', 'workload_observations']);
   });
 
   it('leaves nothing half-applied when a migration fails', async () => {
@@ -86,7 +86,7 @@ describe('SQLite migrations', () => {
     const upgrade = openSqliteStore(path, { migrations: [...base, broken] });
     await failure(upgrade.init());
     await upgrade.close();
-    expect(tables(path)).toEqual(['events', 'idempotency_keys', 'jobs', 'schema_migrations', 'settings', 'users']);
+    expect(tables(path)).toEqual(['events', 'idempotency_keys', 'jobs', 'schema_migrations', 'settings', 'users', 'workload_observations']);
     expect(versions(path)).toEqual(base.map((m) => m.version));
 
     const reopened = openSqliteStore(path);

@@ -60,6 +60,33 @@ export interface Store {
   updateUser(name: string, patch: UserPatch): Promise<UserRecord | null>;
   /** Removes a user (their jobs keep their owner's name); false when there was none. */
   deleteUser(name: string): Promise<boolean>;
+  /** Writes what an attempt measured of its workload; replaces the attempt's earlier one (one per job and attempt). */
+  putObservation(observation: WorkloadObservation): Promise<void>;
+  /** Observations, oldest first: of one workload, or of all. */
+  listObservations(workload?: string): Promise<WorkloadObservation[]>;
+}
+
+/**
+ * What one attempt of a job measured of its workload on the resource it ran on (the service
+ * learns the workload's speed curve and memory from these, see src/control/learning.ts).
+ */
+export interface WorkloadObservation {
+  /** The workload's name as the job spec gave it. */
+  readonly workload: string;
+  readonly jobId: string;
+  readonly attempt: number;
+  /** The GPU model's name as the catalogue spells it (`A100-SXM4-40GB`). */
+  readonly gpuModel: string;
+  /** The MIG profile it ran on (`1g.5gb`), or `whole` for one whole GPU. */
+  readonly resource: string;
+  /** Samples per second measured from its progress lines; null when it reported none. */
+  readonly samplesPerSecond: number | null;
+  /** The most GPU memory its processes held at once (nvidia-smi's per-process memory), MiB; null when not seen. */
+  readonly peakMemoryMiB: number | null;
+  /** It ran out of GPU memory there. */
+  readonly outOfMemory: boolean;
+  /** When it was measured, ms since the epoch. */
+  readonly time: number;
 }
 
 /** Options of `insertJobs`. */

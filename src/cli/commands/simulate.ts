@@ -227,6 +227,7 @@ export function simulationJson(trace: string, fleet: string, jobs: number, perPo
       avgJctSeconds: spreadOf(boundsRuns.map((r) => r.bounds.avgJctSeconds)).mean,
       makespanSeconds: spreadOf(boundsRuns.map((r) => r.bounds.makespanSeconds)).mean,
     },
+    unknownMemoryJobs: boundsRuns[0]?.unknownMemoryJobs ?? 0,
     policies: perPolicy.map((p, i) => {
       const flat = p.runs.map(judged);
       const keys = Object.keys(flat[0] ?? {});
@@ -301,6 +302,8 @@ function renderText(title: string, perPolicy: readonly PolicyRuns[]): string {
   if (bounds.length > 0) {
     parts.push(`lower bounds: avg JCT ${fmt(bounds.map((r) => r.bounds.avgJctSeconds), duration)}, makespan ${fmt(bounds.map((r) => r.bounds.makespanSeconds), duration)} (no policy can do better)`);
   }
+  const unknown = bounds[0]?.unknownMemoryJobs ?? 0;
+  if (unknown > 0) parts.push(`${unknown} of ${bounds[0]?.metrics.jobs ?? 0} jobs have unknown memory: placed only on a whole GPU or the profile they asked for, never on a slice on a guess`);
   const results = perPolicy.map((p) => p.runs[0]).filter((r): r is SimulationResult => r !== undefined);
   if (results.some((r) => r.byPriority.background.jobs > 0)) {
     const prioRows = results.flatMap((r, i) =>

@@ -1,9 +1,12 @@
 import type { Command } from 'commander';
 import { fitReport } from '../../perf/report.js';
 import { builtInWorkloads } from '../../perf/workloads.js';
+import { badInput } from '../../errors.js';
 import { writeJson, type Io } from '../io.js';
 import { renderTable } from '../table.js';
 import { registerWorkloadsEstimate } from './workloads-estimate.js';
+import { readLearned, renderLearned } from './workloads-learned.js';
+import { serveWorkloads } from './serve.js';
 
 const pct = (v: number) => `${(v * 100).toFixed(1)}%`;
 
@@ -14,7 +17,12 @@ export function registerWorkloads(program: Command, io: Io): void {
     .description("list the performance model's built-in workloads; --fit shows each calibrated curve's error")
     .option('--fit', 'fit errors on the calibration points and on points left out of the fit')
     .option('--json', 'print JSON')
-    .action((opts: { fit?: boolean; json?: boolean }) => {
+    .option('--data-dir <dir>', "with --fit: also the workloads a service learned from its jobs, read from its data dir (as 'migpool serve --data-dir')")
+    .option('--database <url>', 'with --fit: the same from the PostgreSQL database the service keeps its state in')
+    .option('--workload <file.yaml>', 'a user workload the service was given (repeatable), to show what it learned of it', (v: string, p: string[]) => [...p, v], [])
+    .action(async (opts: { fit?: boolean; json?: boolean; dataDir?: string; database?: string; workload: string[] }) => {
+      if (!opts.fit && (opts.dataDir !== undefined || opts.database !== undefined)) throw badInput('--data-dir and --database go with --fit: migpool workloads --fit --data-dir DIR');
+      const learnedFrom = opts.dataDir !== undefined || opts.database !== undefined ? await readLearned({ ...(opts.dataDir !== undefined ? { dataDir: opts.dataDir } : {}), ...(opts.database !== undefined ? { database: opts.database } : {}) }, serveWorkloads(opts.workload)) : null;
       if (opts.fit) {
         const report = fitReport();
         const byId = new Map(report.map((r) => [r.id, r]));
@@ -29,7 +37,7 @@ export function registerWorkloads(program: Command, io: Io): void {
             memorySource: w.memorySource ?? (w.memoryGiB === null ? 'unknown' : 'not stated'),
           };
         });
-        if (opts.json) return writeJson(io, { models: report, workloads: errors });
+        if (opts.json) return writeJson(io, { models: report, workloads: errors, ...(learnedFrom ? { learned: learnedFrom.learned.map(({ workload: _w, ...rest }) => rest), unresolvedLearned: learnedFrom.unresolved } : {}) });
         const rows = report.map((r) => [
           r.id,
           String(r.calibration.points),
@@ -40,7 +48,7 @@ export function registerWorkloads(program: Command, io: Io): void {
         ]);
         io.out(renderTable(['MODEL', 'POINTS', 'MEAN ERR', 'MAX ERR', 'LEFT OUT: MEAN / MAX', 'NOTES'], rows));
         io.out('');
-        return io.out(
+        io.out(
           renderTable(
             ['WORKLOAD', 'CURVE FROM', 'ERR (CAL / LEFT OUT)', 'MEMORY GiB', 'MEMORY SOURCE'],
             errors.map((e) => [
@@ -52,6 +60,8 @@ export function registerWorkloads(program: Command, io: Io): void {
             ]),
           ),
         );
+        if (learnedFrom) io.out(`\n${renderLearned(learnedFrom.learned, learnedFrom.unresolved)}`);
+        return;
       }
       const workloads = builtInWorkloads();
       if (opts.json) return writeJson(io, { workloads });
