@@ -9,6 +9,7 @@ import { createLocalExecutor } from '../exec/local-executor.js';
 import { createSlurmExecutor } from '../exec/slurm-executor.js';
 import { parsePolicy } from '../sched/registry.js';
 import { buildServer } from '../server/app.js';
+import { startJobMapping, type JobMappingWriter } from '../server/dcgm-job-mapping.js';
 import { loadOrCreateToken, removeServerInfo, tokenPath, writeServerInfo, SERVER_INFO_FILE } from '../server/files.js';
 import { openStore } from '../store/open.js';
 import type { Store } from '../store/types.js';
@@ -42,6 +43,8 @@ export interface PoolOptions {
   readonly slurm?: { readonly pollMs?: number; readonly gresType?: string; readonly cpusPerSlice?: number; readonly memPerSliceMiB?: number; readonly sbatchArgs?: readonly string[] };
   /** Workloads besides the built-in ones (`migpool serve --workload FILE.yaml`). */
   readonly workloads?: readonly Workload[];
+  /** Keep dcgm-exporter's HPC job mapping files (its --hpc-job-mapping-dir) in this directory [none]. */
+  readonly dcgmJobMappingDir?: string;
   readonly log?: (line: string) => void;
 }
 
@@ -130,8 +133,10 @@ export async function startPool(o: PoolOptions): Promise<RunningPool> {
   const executor = openExecutor(o, gpu);
   const service = new PoolServiceImpl({ store, executor, gpu, policy, dataDir: o.dataDir, jobEnv, tickMs: o.tickMs, hold: o.hold, ...(o.workloads ? { workloads: o.workloads } : {}), log: o.log });
   let app: FastifyInstance | null = null;
+  let mapping: JobMappingWriter | null = null;
   try {
     await service.start();
+    if (o.dcgmJobMappingDir !== undefined) mapping = await startJobMapping(service, o.dcgmJobMappingDir, o.log);
     const token = await loadOrCreateToken(o.dataDir);
     app = await buildServer({ service, token, tokenFile: tokenPath(o.dataDir), allowedHosts: loopbackNames(host) ?? undefined });
     let address: string;
@@ -154,6 +159,7 @@ export async function startPool(o: PoolOptions): Promise<RunningPool> {
         const closing = opened.close();
         opened.server.closeIdleConnections();
         await closing;
+        await mapping?.close();
         await service.stop();
         await store.close();
         await removeServerInfo(o.dataDir);
@@ -161,6 +167,7 @@ export async function startPool(o: PoolOptions): Promise<RunningPool> {
     };
   } catch (e) {
     await app?.close().catch(() => undefined);
+    await mapping?.close().catch(() => undefined);
     await service.stop().catch(() => undefined);
     await store.close().catch(() => undefined);
     throw e;
