@@ -1,3 +1,4 @@
+import { hostname } from 'node:os';
 import { Writable } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -327,7 +328,7 @@ describe('GET /metrics', () => {
     expect(text).toContain('migpool_jobs{state="running",priority="foreground",user="default"} 1');
     expect(text).toContain('migpool_jobs{state="queued",priority="background",user="default"} 1');
     expect(text).toContain('migpool_jobs{state="queued",priority="foreground",user="default"} 0');
-    expect(text).toContain('migpool_running_job_info{hpc_job="1",user="default",priority="foreground"} 1');
+    expect(text).toContain(`migpool_running_job_info{hpc_job="1",user="default",priority="foreground",Hostname="${hostname()}"} 1`);
     expect(text).toContain('migpool_slices{profile="2g.10gb",state="busy"} 1');
     expect(text).toContain('migpool_slices{profile="1g.5gb",state="idle"} 1');
     expect(text).toContain('# TYPE migpool_reconfigurations_total counter');

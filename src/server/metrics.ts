@@ -17,8 +17,9 @@ import { GPU_LABELS, gpuLabels, INSTANCE_LABELS, instanceLabels } from './dcgm-l
  * Live state (gauges, read from the service at each scrape):
  * - `migpool_jobs{state,priority,user}`: jobs queued, starting and running (final states are
  *   counted by `migpool_jobs_finished_total`).
- * - `migpool_running_job_info{hpc_job,user,priority}` 1 per starting or running job: joins DCGM
- *   series that carry `hpc_job` (the job mapping files) to the job's owner.
+ * - `migpool_running_job_info{hpc_job,user,priority,Hostname}` 1 per starting or running job: joins
+ *   DCGM series that carry `hpc_job` (the job mapping files) to the job's owner,
+ *   `on(Hostname, hpc_job)`.
  * - `migpool_slices{profile,state}`: MIG instances per profile, `busy` (allocated) or `idle`.
  * - `migpool_gpu_instance_allocated{gpu,UUID,modelName,Hostname,GPU_I_ID,GPU_I_PROFILE}`: 1 while a
  *   job holds the instance, 0 idle.
@@ -126,13 +127,13 @@ export function createMetrics(service: PoolService, options: MetricsOptions = {}
 
   new Gauge({
     name: 'migpool_running_job_info',
-    help: "1 per starting or running job: its id as dcgm-exporter's hpc_job label, its owner and priority.",
-    labelNames: ['hpc_job', 'user', 'priority'] as const,
+    help: "1 per starting or running job: its id as dcgm-exporter's hpc_job label, its owner and priority, and the host as dcgm-exporter's Hostname.",
+    labelNames: ['hpc_job', 'user', 'priority', 'Hostname'] as const,
     registers: [registry],
     async collect() {
       const { live } = await read();
       this.reset();
-      for (const j of live) if (j.state !== 'queued' && j.id !== '') this.set({ hpc_job: j.id, user: j.user, priority: j.priority }, 1);
+      for (const j of live) if (j.state !== 'queued' && j.id !== '') this.set({ hpc_job: j.id, user: j.user, priority: j.priority, Hostname: host }, 1);
     },
   });
 
