@@ -1,9 +1,10 @@
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
+import { startPool } from '../src/cli/pool.js';
 import { PoolServiceImpl } from '../src/control/service.js';
 import { createLocalExecutor } from '../src/exec/local-executor.js';
 import { SimulatedGpuPort } from '../src/gpu/simulated/driver.js';
@@ -224,5 +225,26 @@ describe('the shipped Grafana dashboard and Prometheus alert rules', () => {
       for (const l of n.labels) if (!labels.has(l)) problems.push(`${where}: no series has label '${l}'`);
     }
     expect(problems).toEqual([]);
+  });
+});
+
+describe('migpool serve (startPool) with --dcgm-job-mapping-dir', () => {
+  it('clears stale mapping files at start, and passes every 2 s when idle (not in a loop)', async () => {
+    const data = mkdtempSync(join(tmpdir(), 'migpool-monitoring-pool-'));
+    const jobmap = join(data, 'jobmap');
+    mkdirSync(jobmap);
+    writeFileSync(join(jobmap, '0.7'), '41\n');
+    const pool = await startPool({ dataDir: data, listen: '127.0.0.1:0', simulate: '1xA100-SXM4-40GB', dcgmJobMappingDir: jobmap });
+    try {
+      expect(readdirSync(jobmap)).toEqual([]);
+      // Passes run at each submission, job end and tick (2 s by default): a second and a half of
+      // idling is at most two, where an unset tick made it hundreds.
+      const before = (await pool.service.stats()).passMs.length;
+      await new Promise((r) => setTimeout(r, 1500));
+      expect((await pool.service.stats()).passMs.length - before).toBeLessThanOrEqual(2);
+    } finally {
+      await pool.close();
+      rmSync(data, { recursive: true, force: true });
+    }
   });
 });
