@@ -87,7 +87,8 @@ describe('createMetrics', () => {
     await fake.submit(spec);
     await fake.submit(spec);
     fake.startJob('1', 0, 0);
-    const bare: PoolService = { ...fake, stats: () => fake.stats(), gpus: () => fake.gpus(), liveJobs: undefined, observe: undefined };
+    // The fake as a service without liveJobs() and observe() (both optional in PoolService).
+    const bare = Object.assign(Object.create(fake) as PoolService, { liveJobs: undefined, observe: undefined });
     const m = createMetrics(bare, { processMetrics: false });
     const text = await m.scrape();
     expect(value(text, 'migpool_jobs{state="running",priority="foreground",user="default"}')).toBe(1);
