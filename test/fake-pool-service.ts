@@ -225,7 +225,7 @@ export class FakePoolService implements PoolService {
       placement = { kind: 'instance', gpu, start, profile: inst.profile, devices: [inst.uuid ?? ''] };
     }
     const job = this.jobs.get(id)!;
-    this.observers.each((o) => o.jobStarted?.(this.observed(job), (this.now - job.submittedAt) / 1000));
+    this.observers.each((o) => o.jobStarted?.(this.observed(job), (this.now - job.submittedAt) / 1000, job.attempt + 1));
     return this.update(id, { state: 'running', startedAt: this.now, attempt: job.attempt + 1, placement }, 'job-started');
   }
 

@@ -32,8 +32,8 @@ export type JobOutcome = 'succeeded' | 'failed' | 'cancelled';
 export interface ServiceObserver {
   /** A scheduling pass took `seconds` (wall time, settling ends, policy rounds and actions). */
   schedulingPass?(seconds: number): void;
-  /** An attempt of `job` started, `waitSeconds` after the job was submitted. */
-  jobStarted?(job: ObservedJob, waitSeconds: number): void;
+  /** Attempt `attempt` (1 for the first) of `job` started, `waitSeconds` after the job was submitted. */
+  jobStarted?(job: ObservedJob, waitSeconds: number, attempt: number): void;
   /** `job` reached a final state. */
   jobFinished?(job: ObservedJob, outcome: JobOutcome): void;
 }

@@ -710,7 +710,7 @@ export class PoolServiceImpl implements PoolService {
       const wait = (running.startedAt! - running.submittedAt) / 1000;
       this.waits.push(wait);
       if (this.waits.length > RECENT) this.waits.shift();
-      this.observers.each((o) => o.jobStarted?.(this.observed(running), wait));
+      this.observers.each((o) => o.jobStarted?.(this.observed(running), wait, attempt));
       await this.event({ type: 'job-started', jobId: rec.id, data: { attempt, placement, waitSeconds: wait, pid: ref.pid } });
     } catch (e) {
       const message = e instanceof Error ? e.message : String(e);

@@ -34,9 +34,11 @@ describe('createMetrics', () => {
     const a100 = 'gpu="0",UUID="GPU-00000000-0000-0000-0000-000000000000",modelName="NVIDIA A100-SXM4-40GB",Hostname="node1"';
     expect(value(text, `migpool_gpu_instance_allocated{${a100},GPU_I_ID="5",GPU_I_PROFILE="3g.20gb"}`)).toBe(1);
     expect(value(text, `migpool_gpu_instance_allocated{${a100},GPU_I_ID="1",GPU_I_PROFILE="2g.10gb"}`)).toBe(0);
-    expect(value(text, `migpool_gpu_allocation_ratio{${a100}}`)).toBeCloseTo(4 / 7, 9);
+    // A 3g.20gb holds 3 of the A100's 7 compute slices (its placement is 4 memory slices wide).
+    expect(value(text, `migpool_gpu_allocation_ratio{${a100}}`)).toBeCloseTo(3 / 7, 9);
     expect(value(text, 'migpool_gpu_allocation_ratio{gpu="1",UUID="GPU-00000000-0000-0000-0000-000000000001",modelName="NVIDIA H100 80GB HBM3",Hostname="node1"}')).toBe(1);
-    expect(value(text, 'migpool_allocation_ratio')).toBeCloseTo(11 / 14, 9);
+    expect(value(text, 'migpool_allocation_ratio')).toBeCloseTo(10 / 14, 9);
+    expect(value(text, 'migpool_user_allocated_gpus{user="default"}')).toBeCloseTo(3 / 7 + 1, 9);
     expect(value(text, 'migpool_running_job_info{hpc_job="1",user="default",priority="foreground",Hostname="node1"}')).toBe(1);
     m.close();
   });

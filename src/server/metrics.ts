@@ -2,6 +2,7 @@ import { hostname as osHostname } from 'node:os';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { DEFAULT_USER, type LiveJob, type ServiceObserver } from '../control/service-observer.js';
 import type { GpuSnapshot, PoolService, ServiceStats } from '../control/service-port.js';
+import { allocatedGpusByUser, allocatedSlices } from './allocation.js';
 import { buildInfo } from './build-info.js';
 import { GPU_LABELS, gpuLabels, INSTANCE_LABELS, instanceLabels } from './dcgm-labels.js';
 
@@ -26,11 +27,12 @@ import { GPU_LABELS, gpuLabels, INSTANCE_LABELS, instanceLabels } from './dcgm-l
  * - `migpool_gpu_allocation_ratio{gpu,UUID,modelName,Hostname}`: share of the GPU's compute slices
  *   allocated to jobs (a whole-GPU job allocates all).
  * - `migpool_allocation_ratio`: the same over the pool.
+ * - `migpool_user_allocated_gpus{user}`: GPUs' worth of compute slices each owner's jobs hold.
  * - `migpool_build_info{version,nodejs_version}` 1, `migpool_service_start_time_seconds`.
  *
  * Occurrences (since the service started, observed as they happen):
  * - `migpool_jobs_finished_total{outcome,priority,user}`: outcome succeeded, failed or cancelled.
- * - `migpool_queue_wait_seconds{priority,user}` (histogram): submission to start of each attempt.
+ * - `migpool_queue_wait_seconds{priority,user}` (histogram): submission to first start of each job.
  * - `migpool_scheduling_pass_seconds` (histogram): wall time of each scheduling pass.
  * - `migpool_reconfigurations_total`, `migpool_reconfigurations_failed_total`: GPU re-partitions
  *   applied, and failed.
@@ -91,12 +93,6 @@ function liveJobsOf(service: PoolService, s: ServiceStats): LiveJob[] {
   return out;
 }
 
-/** Compute slices allocated on a GPU: all of them under a whole-GPU job, else its busy instances'. */
-function allocatedSlices(g: GpuSnapshot): number {
-  if (g.wholeGpuJobs.length > 0) return g.slices;
-  return g.instances.reduce((sum, i) => sum + (i.job === null ? 0 : i.size), 0);
-}
-
 /** Builds the metrics of a server over `service`. */
 export function createMetrics(service: PoolService, options: MetricsOptions = {}): ServerMetrics {
   const registry = new Registry();
@@ -135,6 +131,19 @@ export function createMetrics(service: PoolService, options: MetricsOptions = {}
       const { live } = await read();
       this.reset();
       for (const j of live) if (j.state !== 'queued' && j.id !== '') this.set({ hpc_job: j.id, user: j.user, priority: j.priority, Hostname: host }, 1);
+    },
+  });
+
+  new Gauge({
+    name: 'migpool_user_allocated_gpus',
+    help: "GPUs' worth of compute slices each owner's starting and running jobs hold (the unit of quotas).",
+    labelNames: ['user'] as const,
+    registers: [registry],
+    async collect() {
+      const { gpus, live } = await read();
+      this.reset();
+      const held = allocatedGpusByUser(gpus, live);
+      for (const user of users) this.set({ user }, held.get(user) ?? 0);
     },
   });
 
@@ -215,7 +224,7 @@ export function createMetrics(service: PoolService, options: MetricsOptions = {}
   });
   const queueWait = new Histogram({
     name: 'migpool_queue_wait_seconds',
-    help: 'Seconds from submission to the start of each attempt, by priority and owner.',
+    help: "Seconds from a job's submission to its first start, by priority and owner.",
     labelNames: ['priority', 'user'] as const,
     buckets: [...QUEUE_WAIT_BUCKETS],
     registers: [registry],
@@ -234,9 +243,11 @@ export function createMetrics(service: PoolService, options: MetricsOptions = {}
   seeUser(DEFAULT_USER);
   const observer: ServiceObserver = {
     schedulingPass: (seconds) => passTime.observe(seconds),
-    jobStarted: (job, wait) => {
+    jobStarted: (job, wait, attempt) => {
       seeUser(job.user);
-      queueWait.observe({ priority: job.priority, user: job.user }, Math.max(0, wait));
+      // The wait until a job first runs: a later attempt's "wait" since submission would hold the
+      // time its earlier attempts ran.
+      if (attempt === 1) queueWait.observe({ priority: job.priority, user: job.user }, Math.max(0, wait));
     },
     jobFinished: (job, outcome) => {
       seeUser(job.user);
