@@ -16,6 +16,7 @@ import { MAPPING_FILE_NAME, startJobMapping, type JobMappingWriter } from '../sr
 import { openSqliteStore } from '../src/store/sqlite.js';
 import type { JobRecord, Store } from '../src/store/types.js';
 import { promqlNames, servedNames } from './promql-names.js';
+import { cli } from './run-cli.js';
 
 /**
  * What the shipped monitoring (deploy/grafana, deploy/prometheus) and the dcgm-exporter job mapping
@@ -245,6 +246,19 @@ describe('migpool serve (startPool) with --dcgm-job-mapping-dir', () => {
       expect((await pool.service.stats()).passMs.length - before).toBeLessThanOrEqual(2);
     } finally {
       await pool.close();
+      rmSync(data, { recursive: true, force: true });
+    }
+  });
+
+  it('refuses a mapping directory it cannot create in one line, exit 2', async () => {
+    const data = mkdtempSync(join(tmpdir(), 'migpool-monitoring-bad-'));
+    try {
+      writeFileSync(join(data, 'file'), '');
+      const r = await cli('serve', '--data-dir', join(data, 'd'), '--listen', '127.0.0.1:0', '--simulate', '1xA100-SXM4-40GB', '--dcgm-job-mapping-dir', join(data, 'file', 'map'));
+      expect(r.code).toBe(2);
+      expect(r.err.trim().split('\n')).toHaveLength(1);
+      expect(r.err).toMatch(/--dcgm-job-mapping-dir '.*file\/map': cannot create it \(ENOTDIR\); give a writable directory/);
+    } finally {
       rmSync(data, { recursive: true, force: true });
     }
   });
