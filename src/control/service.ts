@@ -14,7 +14,7 @@ import { resolveWorkload } from '../perf/workloads.js';
 import { raiseMemoryAfterOom } from '../perf/refit.js';
 import { NO_HISTORY, type ClusterView, type Decision, type GpuView, type JobHistory, type JobSpec, type Policy, type PolicyContext, type RunningJobView } from '../sched/types.js';
 import type { GpuSnapshot, LogChunk, PoolService, ServiceStats } from './service-port.js';
-import { DEFAULT_USER, ObserverSet, type LiveJob, type ObservedJob, type ServiceObserver } from './service-observer.js';
+import { DEFAULT_USER, ObserverSet, type JobOutcome, type LiveJob, type ObservedJob, type ServiceObserver } from './service-observer.js';
 import { createRandom } from '../random.js';
 import type { EventRecord, JobFilter, JobPatch, JobPlacement, JobRecord, NewEvent, Store } from '../store/types.js';
 import { DEFAULT_KILL_GRACE_SECONDS, isExactProfile, parseJobSpec, profileOf, type JobSpecInput } from '../jobs/job-spec.js';
@@ -811,7 +811,7 @@ export class PoolServiceImpl implements PoolService {
 
   private finish(rec: JobRecord): void {
     const observed = this.observed(rec);
-    this.observers.each((o) => o.jobFinished?.(observed, rec.state as 'succeeded' | 'failed' | 'cancelled'));
+    this.observers.each((o) => o.jobFinished?.(observed, rec.state as JobOutcome));
     this.progress.forget(rec.id);
     this.active.delete(rec.id);
     this.pastRuns.delete(rec.id);
