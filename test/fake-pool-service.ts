@@ -1,6 +1,7 @@
 import { parseJobSpec } from '../src/jobs/job-spec.js';
 import { badInput, MigpoolError } from '../src/errors.js';
 import type { GpuSnapshot, LogChunk, PoolService, ServiceStats, SubmitOptions } from '../src/control/service-port.js';
+import { DEFAULT_USER, ObserverSet, type LiveJob, type ServiceObserver } from '../src/control/service-observer.js';
 import { FINAL_STATES, type EventRecord, type EventType, type JobFilter, type JobPlacement, type JobRecord } from '../src/store/types.js';
 
 type Mutable<T> = { -readonly [K in keyof T]: T[K] };
@@ -23,6 +24,9 @@ export class FakePoolService implements PoolService {
   readonly gpuList: FakeGpu[] = [];
   readonly logs = new Map<string, { stdout: string; stderr: string }>();
   private readonly listeners = new Set<(event: EventRecord) => void>();
+  private readonly observers = new ObserverSet();
+  /** Owners of jobs (JobSpec.user as the real service reads it), by id; absent: the default user. */
+  readonly owners = new Map<string, string>();
   private nextId = 1;
   now = 1_700_000_000_000;
   reconfigurations = 0;
@@ -90,7 +94,10 @@ export class FakePoolService implements PoolService {
     const job = this.jobs.get(id);
     if (!job) return null;
     if (FINAL_STATES.includes(job.state)) return job;
-    if (job.state === 'queued') return this.update(id, { state: 'cancelled', endedAt: this.now, reason: 'cancelled while queued' }, 'job-finished');
+    if (job.state === 'queued') {
+      this.observers.each((o) => o.jobFinished?.(this.observed(job), 'cancelled'));
+      return this.update(id, { state: 'cancelled', endedAt: this.now, reason: 'cancelled while queued' }, 'job-finished');
+    }
     return this.update(id, { cancelRequested: true }, 'job-cancel-requested');
   }
 
@@ -120,6 +127,25 @@ export class FakePoolService implements PoolService {
   async gpus(): Promise<GpuSnapshot[]> {
     const f = this.repartitionFailure;
     return structuredClone(this.gpuList).map((g) => (f && f.gpu === g.index ? { ...g, repartitionFailure: { failures: f.failures, error: f.error, retryAt: f.retryAt } } : g));
+  }
+
+  observe(observer: ServiceObserver): () => void {
+    return this.observers.add(observer);
+  }
+
+  liveJobs(): LiveJob[] {
+    return [...this.jobs.values()]
+      .filter((j) => j.state === 'queued' || j.state === 'starting' || j.state === 'running')
+      .map((j) => ({ ...this.observed(j), state: j.state as LiveJob['state'], placement: j.placement }));
+  }
+
+  private observed(j: JobRecord): { id: string; priority: 'foreground' | 'background'; user: string } {
+    return { id: j.id, priority: j.spec.priority, user: this.owners.get(j.id) ?? DEFAULT_USER };
+  }
+
+  /** Plays a scheduling pass of `seconds` for the observers. */
+  pass(seconds: number): void {
+    this.observers.each((o) => o.schedulingPass?.(seconds));
   }
 
   subscribe(listener: (event: EventRecord) => void): () => void {
@@ -178,7 +204,7 @@ export class FakePoolService implements PoolService {
       uuid: `GPU-00000000-0000-0000-0000-00000000000${index}`,
       migEnabled: mig,
       slices,
-      instances: instances.map(([profile, start, size]) => ({ profile, start, size, uuid: `MIG-${index}-${start}`, job: null })),
+      instances: instances.map(([profile, start, size]) => ({ profile, start, size, uuid: `MIG-${index}-${start}`, job: null, gpuInstanceId: start + 1 })),
       wholeGpuJobs: [],
       reconfiguring: false,
     };
@@ -201,6 +227,7 @@ export class FakePoolService implements PoolService {
       placement = { kind: 'instance', gpu, start, profile: inst.profile, devices: [inst.uuid ?? ''] };
     }
     const job = this.jobs.get(id)!;
+    this.observers.each((o) => o.jobStarted?.(this.observed(job), (this.now - job.submittedAt) / 1000, job.attempt + 1));
     return this.update(id, { state: 'running', startedAt: this.now, attempt: job.attempt + 1, placement }, 'job-started');
   }
 
@@ -210,6 +237,7 @@ export class FakePoolService implements PoolService {
       for (const i of g.instances) if (i.job === id) i.job = null;
       g.wholeGpuJobs = g.wholeGpuJobs.filter((j) => j !== id);
     }
+    this.observers.each((o) => o.jobFinished?.(this.observed(this.jobs.get(id)!), exitCode === 0 ? 'succeeded' : 'failed'));
     return this.update(id, { state: exitCode === 0 ? 'succeeded' : 'failed', endedAt: this.now, exitCode, reason: exitCode === 0 ? null : `exited with ${exitCode}` }, 'job-finished');
   }
 

@@ -10,6 +10,7 @@ import { createLocalExecutor } from '../exec/local-executor.js';
 import { createSlurmExecutor } from '../exec/slurm-executor.js';
 import { parsePolicy } from '../sched/registry.js';
 import { buildServer } from '../server/app.js';
+import { startJobMapping, type JobMappingWriter } from '../server/dcgm-job-mapping.js';
 import { loadOrCreateToken, removeServerInfo, tokenPath, writeServerInfo, SERVER_INFO_FILE } from '../server/files.js';
 import { openStore } from '../store/open.js';
 import { adoptTokenAsAdmin, FIRST_ADMIN, storeCallers } from '../server/users.js';
@@ -44,6 +45,8 @@ export interface PoolOptions {
   readonly slurm?: { readonly pollMs?: number; readonly gresType?: string; readonly cpusPerSlice?: number; readonly memPerSliceMiB?: number; readonly sbatchArgs?: readonly string[] };
   /** Workloads besides the built-in ones (`migpool serve --workload FILE.yaml`). */
   readonly workloads?: readonly Workload[];
+  /** Keep dcgm-exporter's HPC job mapping files (its --hpc-job-mapping-dir) in this directory [none]. */
+  readonly dcgmJobMappingDir?: string;
   readonly log?: (line: string) => void;
 }
 
@@ -132,10 +135,12 @@ export async function startPool(o: PoolOptions): Promise<RunningPool> {
   const executor = openExecutor(o, gpu);
   // Users' weights and quotas enter the policy's view at every pass (src/sched/shares.ts).
   const users = async (): Promise<ReadonlyMap<string, UserShare>> => new Map((await store.listUsers()).map((u) => [u.name, { weight: u.weight, quotaGpus: u.quotaGpus }]));
-  const service = new PoolServiceImpl({ store, executor, gpu, policy, dataDir: o.dataDir, jobEnv, tickMs: o.tickMs, hold: o.hold, users, ...(o.workloads ? { workloads: o.workloads } : {}), log: o.log });
+  const service = new PoolServiceImpl({ store, executor, gpu, policy, dataDir: o.dataDir, jobEnv, ...(o.tickMs !== undefined ? { tickMs: o.tickMs } : {}), hold: o.hold, users, ...(o.workloads ? { workloads: o.workloads } : {}), log: o.log });
   let app: FastifyInstance | null = null;
+  let mapping: JobMappingWriter | null = null;
   try {
     await service.start();
+    if (o.dcgmJobMappingDir !== undefined) mapping = await startJobMapping(service, o.dcgmJobMappingDir, o.log);
     const token = await loadOrCreateToken(o.dataDir);
     // The first start's token is the admin's; a data dir from before users existed gets its admin too.
     if ((await adoptTokenAsAdmin(store, token, Date.now())) === 'unknown') {
@@ -162,6 +167,7 @@ export async function startPool(o: PoolOptions): Promise<RunningPool> {
         const closing = opened.close();
         opened.server.closeIdleConnections();
         await closing;
+        await mapping?.close();
         await service.stop();
         await store.close();
         await removeServerInfo(o.dataDir);
@@ -169,6 +175,7 @@ export async function startPool(o: PoolOptions): Promise<RunningPool> {
     };
   } catch (e) {
     await app?.close().catch(() => undefined);
+    await mapping?.close().catch(() => undefined);
     await service.stop().catch(() => undefined);
     await store.close().catch(() => undefined);
     throw e;

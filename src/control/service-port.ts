@@ -1,4 +1,5 @@
 import type { EventRecord, JobFilter, JobRecord, JobState } from '../store/types.js';
+import type { LiveJob, ServiceObserver } from './service-observer.js';
 
 /**
  * What the HTTP server (API, dashboard, metrics) needs from the running service. The real one is
@@ -33,6 +34,10 @@ export interface PoolService {
   events(afterSeq: number, limit?: number): Promise<EventRecord[]>;
   /** Figures for /metrics and the dashboard's charts. */
   stats(): Promise<ServiceStats>;
+  /** Adds an observer of passes, starts and ends (for counters and histograms); returns its remover. */
+  observe?(observer: ServiceObserver): () => void;
+  /** Jobs not yet final with their owner and placement (live gauges, dcgm-exporter's job mapping). */
+  liveJobs?(): readonly LiveJob[];
 }
 
 /** Who submits, and the client's key for the submission (see `submit`). */
@@ -57,7 +62,15 @@ export interface GpuSnapshot {
   /** Compute slices of the GPU (7 on an A100), for drawing. */
   readonly slices: number;
   /** MIG instances, or empty when MIG is off. */
-  readonly instances: readonly { readonly profile: string; readonly start: number; readonly size: number; readonly uuid: string | null; readonly job: string | null }[];
+  readonly instances: readonly {
+    readonly profile: string;
+    readonly start: number;
+    readonly size: number;
+    readonly uuid: string | null;
+    readonly job: string | null;
+    /** The GPU instance's ID as NVML numbers it (nvidia-smi's `GI ID`, dcgm-exporter's `GPU_I_ID`); absent when unknown. */
+    readonly gpuInstanceId?: number | null;
+  }[];
   /** Jobs holding the whole GPU when MIG is off. */
   readonly wholeGpuJobs: readonly string[];
   /** True while a re-partition is being applied. */

@@ -14,6 +14,7 @@ import { resolveWorkload } from '../perf/workloads.js';
 import { raiseMemoryAfterOom } from '../perf/refit.js';
 import { NO_HISTORY, type ClusterView, type Decision, type GpuView, type JobHistory, type JobSpec, type Policy, type PolicyContext, type RunningJobView, type UserShare } from '../sched/types.js';
 import type { GpuSnapshot, LogChunk, PoolService, ServiceStats, SubmitOptions } from './service-port.js';
+import { DEFAULT_USER, ObserverSet, type JobOutcome, type LiveJob, type ObservedJob, type ServiceObserver } from './service-observer.js';
 import { createRandom } from '../random.js';
 import type { EventRecord, JobFilter, JobPatch, JobPlacement, JobRecord, NewEvent, Store } from '../store/types.js';
 import { DEFAULT_KILL_GRACE_SECONDS, isExactProfile, parseJobSpec, profileOf, type JobSpecInput } from '../jobs/job-spec.js';
@@ -94,6 +95,8 @@ interface GpuEntry {
   current: CurrentGpu;
   /** MIG device UUID of the first compute instance of each GPU instance, by placement start. */
   ciUuids: Map<number, string>;
+  /** NVML GPU instance ID of each GPU instance, by placement start. */
+  giIds: Map<number, number>;
 }
 
 const RECENT = 1000;
@@ -190,6 +193,8 @@ export class PoolServiceImpl implements PoolService {
   private readonly ended = new Map<string, EndedJob | null>();
   /** Queued jobs held back (dependencies, array limits) and those that can never start, as of the last pass. */
   private gate: Gate = { held: new Map(), doomed: new Map() };
+  /** Metrics' observers of passes, starts and ends. */
+  private readonly observers = new ObserverSet();
   readonly startedAt: number;
 
   constructor(options: ServiceOptions) {
@@ -370,7 +375,7 @@ export class PoolServiceImpl implements PoolService {
           migEnabled: mig,
           slices: g.model.computeSlices,
           instances: mig
-            ? g.current.instances.map((i) => ({ profile: i.profile.name, start: i.start, size: i.size, uuid: g.ciUuids.get(i.start) ?? null, job: occupants.instances.get(`${g.index}|${i.start}`) ?? null }))
+            ? g.current.instances.map((i) => ({ profile: i.profile.name, start: i.start, size: i.size, uuid: g.ciUuids.get(i.start) ?? null, job: occupants.instances.get(`${g.index}|${i.start}`) ?? null, gpuInstanceId: g.giIds.get(i.start) ?? null }))
             : [],
           wholeGpuJobs: occupants.whole.get(g.index) ?? [],
           reconfiguring: this.reconfiguring.has(g.index),
@@ -387,6 +392,19 @@ export class PoolServiceImpl implements PoolService {
 
   events(afterSeq: number, limit?: number): Promise<EventRecord[]> {
     return this.o.store.listEvents(afterSeq, limit);
+  }
+
+  observe(observer: ServiceObserver): () => void {
+    return this.observers.add(observer);
+  }
+
+  liveJobs(): LiveJob[] {
+    return [...this.active.values()].map((r) => ({ ...this.observed(r), state: r.state as LiveJob['state'], placement: r.placement }));
+  }
+
+  /** A job as observers see it: its owner from the policy's view of it (JobSpec.user). */
+  private observed(r: JobRecord): ObservedJob {
+    return { id: r.id, priority: r.spec.priority, user: this.specs.get(r.id)?.user ?? DEFAULT_USER };
   }
 
   async stats(): Promise<ServiceStats> {
@@ -485,8 +503,10 @@ export class PoolServiceImpl implements PoolService {
       if (acted === 0) break;
     }
     this.explainQueue();
-    this.passMs.push(performance.now() - t0);
+    const ms = performance.now() - t0;
+    this.passMs.push(ms);
     if (this.passMs.length > RECENT) this.passMs.shift();
+    this.observers.each((o) => o.schedulingPass?.(ms / 1000));
   }
 
   /** Reads the ended jobs queued ones depend on, and fails the queued jobs whose dependency can no longer succeed. */
@@ -756,6 +776,7 @@ export class PoolServiceImpl implements PoolService {
       const wait = (running.startedAt! - running.submittedAt) / 1000;
       this.waits.push(wait);
       if (this.waits.length > RECENT) this.waits.shift();
+      this.observers.each((o) => o.jobStarted?.(this.observed(running), wait, attempt));
       await this.event({ type: 'job-started', jobId: rec.id, data: { attempt, placement, waitSeconds: wait, pid: ref.pid } });
     } catch (e) {
       const message = e instanceof Error ? e.message : String(e);
@@ -856,6 +877,8 @@ export class PoolServiceImpl implements PoolService {
   }
 
   private finish(rec: JobRecord): void {
+    const observed = this.observed(rec);
+    this.observers.each((o) => o.jobFinished?.(observed, rec.state as JobOutcome));
     this.progress.forget(rec.id);
     this.active.delete(rec.id);
     this.pastRuns.delete(rec.id);
@@ -916,11 +939,13 @@ export class PoolServiceImpl implements PoolService {
       const model = modelOfGpu(f.info);
       if (!f.current || !model) return [];
       const ciUuids = new Map<number, string>();
+      const giIds = new Map<number, number>();
       for (const gi of gis.filter((x) => x.gpu === f.info.index)) {
+        giIds.set(gi.start, gi.id);
         const ci = cis.find((c) => c.gpu === f.info.index && c.gpuInstanceId === gi.id);
         if (ci) ciUuids.set(gi.start, ci.uuid);
       }
-      return [{ index: f.info.index, uuid: f.info.uuid, name: f.info.name, model, current: f.current, ciUuids }];
+      return [{ index: f.info.index, uuid: f.info.uuid, name: f.info.name, model, current: f.current, ciUuids, giIds }];
     });
     if (only === undefined) this.gpusFound = entries;
     else for (const e of entries) this.gpusFound = this.gpusFound.map((g) => (g.index === e.index ? e : g));

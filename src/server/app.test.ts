@@ -1,3 +1,4 @@
+import { hostname } from 'node:os';
 import { Writable } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -312,31 +313,36 @@ describe('GET /v1/openapi.json', () => {
 });
 
 describe('GET /metrics', () => {
-  it('publishes the service figures with their labels, and process metrics', async () => {
+  it('publishes live gauges, counters and histograms with their labels, and process metrics', async () => {
     const withProcess = await buildServer({ service: fake, token: TOKEN });
     await submit();
     await submit({ ...spec, priority: 'background' });
+    fake.now += 60_000;
     fake.startJob('1', 0, 0);
     fake.reconfigurations = 3;
+    fake.pass(0.004);
     const res = await withProcess.inject(get('/metrics'));
     expect(res.statusCode).toBe(200);
     expect(res.headers['content-type']).toContain('text/plain');
     const text = res.body;
-    expect(text).toContain('migpool_jobs{state="running",priority="foreground"} 1');
-    expect(text).toContain('migpool_jobs{state="queued",priority="background"} 1');
+    expect(text).toContain('migpool_jobs{state="running",priority="foreground",user="default"} 1');
+    expect(text).toContain('migpool_jobs{state="queued",priority="background",user="default"} 1');
+    expect(text).toContain('migpool_jobs{state="queued",priority="foreground",user="default"} 0');
+    expect(text).toContain(`migpool_running_job_info{hpc_job="1",user="default",priority="foreground",Hostname="${hostname()}"} 1`);
     expect(text).toContain('migpool_slices{profile="2g.10gb",state="busy"} 1');
     expect(text).toContain('migpool_slices{profile="1g.5gb",state="idle"} 1');
     expect(text).toContain('# TYPE migpool_reconfigurations_total counter');
     expect(text).toContain('migpool_reconfigurations_total 3');
-    expect(text).toContain('migpool_queue_wait_seconds{quantile="0.5"} 60');
-    expect(text).toContain('migpool_queue_wait_seconds{quantile="1"} 120');
-    expect(text).toContain('migpool_queue_wait_window_samples 4');
-    expect(text).toContain('migpool_scheduling_pass_seconds{quantile="0.9"} 0.009');
-    expect(text).toContain('migpool_scheduling_pass_window_samples 10');
-    expect(text).toMatch(/migpool_utilization_ratio 0\.9/);
-    expect(text).toContain('migpool_throughput_jobs_per_hour');
-    expect(text).toContain('migpool_service_start_time_seconds 1699996400');
+    expect(text).toContain('# TYPE migpool_queue_wait_seconds histogram');
+    expect(text).toContain('migpool_queue_wait_seconds_bucket{le="30",priority="foreground",user="default"} 0');
+    expect(text).toContain('migpool_queue_wait_seconds_bucket{le="60",priority="foreground",user="default"} 1');
+    expect(text).toContain('migpool_scheduling_pass_seconds_bucket{le="0.005"} 1');
+    expect(text).toContain('migpool_scheduling_pass_seconds_count 1');
+    expect(text).toContain('migpool_jobs_finished_total{outcome="failed",priority="foreground",user="default"} 0');
+    expect(text).toMatch(/migpool_build_info\{version="\d+\.\d+\.\d+",nodejs_version="[\d.]+"\} 1/);
+    expect(text).toContain('migpool_service_start_time_seconds 1699996460');
     expect(text).toContain('process_cpu_user_seconds_total');
+    expect(text).not.toMatch(/quantile=|_window_samples|utilization/);
     await withProcess.close();
   });
 

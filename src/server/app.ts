@@ -237,6 +237,7 @@ export async function buildServer(opts: ServerOptions): Promise<FastifyInstance>
   });
   app.addHook('preClose', async () => {
     for (const stop of [...streams]) stop();
+    metrics.close();
   });
 
   app.setErrorHandler((error, request, reply) => {

@@ -186,6 +186,7 @@ export const gpuSnapshotSchema: JsonSchema = {
           size: { type: 'integer' },
           uuid: { type: ['string', 'null'] },
           job: { type: ['string', 'null'], description: 'id of the job on this instance' },
+          gpuInstanceId: { type: ['integer', 'null'], description: "the GPU instance's NVML ID (nvidia-smi's GI ID, dcgm-exporter's GPU_I_ID)" },
         },
       },
     },
