@@ -257,9 +257,10 @@ export function replayedIds(key: string, fingerprint: string, row: { fingerprint
   const ids = row.job_ids.split(',').filter((x) => x !== '');
   if (row.fingerprint !== fingerprint) {
     throw new MigpoolError(
-      'CHECK_FAILED',
+      'BAD_INPUT',
       `Idempotency-Key '${key}' was used for a different submission (job ${ids.join(', ')}): send a new key for a new submission, the same body to retry it`,
-      { path: 'Idempotency-Key' },
+      // 422: what the IETF draft "The Idempotency-Key HTTP Header Field" (draft-ietf-httpapi-idempotency-key-header, section "Error Scenarios") says a server SHOULD answer.
+      { path: 'Idempotency-Key', httpStatus: 422 },
     );
   }
   return ids;
