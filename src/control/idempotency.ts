@@ -13,6 +13,17 @@ import { createHash } from 'node:crypto';
 export interface SubmitOptions {
   /** The client's key for this submission (see {@link IDEMPOTENCY_KEY}). */
   readonly idempotencyKey?: string;
+  /**
+   * Whose keys these are (the submitting user, once the service knows users): keys are kept per
+   * scope, so that one user's key never finds another user's jobs.
+   */
+  readonly scope?: string;
+}
+
+/** The key as the store keeps it: `SCOPE KEY` when it has an owner (a client's key holds no space, so the two never mix). */
+export function storedKey(options: SubmitOptions): string | undefined {
+  if (options.idempotencyKey === undefined) return undefined;
+  return options.scope === undefined ? options.idempotencyKey : `${options.scope} ${options.idempotencyKey}`;
 }
 
 /** Printable ASCII, 1 to 255 characters: what the header may carry (a UUID is typical). */

@@ -27,7 +27,7 @@ import { MIN_RUN_BEFORE_PREEMPT_SECONDS, preemptRefusal, repartitionBackoffMs } 
 import { modelOfGpu, readCurrentState } from './state-reader.js';
 import { expandArrays, isArraySubmission } from './arrays.js';
 import { checkDependencies, dependenciesToLookUp, gateQueue, type EndedJob, type Gate } from './dependencies.js';
-import { fingerprintOf, type SubmitOptions } from './idempotency.js';
+import { fingerprintOf, storedKey, type SubmitOptions } from './idempotency.js';
 
 /** How the service runs; defaults in brackets. */
 export interface ServiceOptions {
@@ -257,7 +257,7 @@ export class PoolServiceImpl implements PoolService {
     parsed.forEach((s, i) => this.checkSpec(s, where(i)));
     await checkDependencies(parsed, where, async (id) => this.active.get(id) ?? (await this.o.store.getJob(id)));
     const specs = expandArrays(parsed, where);
-    const key = options.idempotencyKey;
+    const key = storedKey(options);
     const { jobs: recs, replayed } = key === undefined ? { jobs: await this.o.store.insertJobs(specs, this.o.now()), replayed: false } : await this.o.store.insertJobsOnce(key, fingerprintOf(inputs), specs, this.o.now());
     if (replayed) return Promise.all(recs.map(async (r) => (await this.getJob(r.id)) ?? r));
     for (const r of recs) {

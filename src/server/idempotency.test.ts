@@ -22,3 +22,12 @@ describe('the Idempotency-Key header', () => {
     }
   });
 });
+
+describe('stored keys', () => {
+  it('are scoped to their owner when the service names one', async () => {
+    const { storedKey } = await import('../control/idempotency.js');
+    expect(storedKey({})).toBeUndefined();
+    expect(storedKey({ idempotencyKey: 'k' })).toBe('k');
+    expect(storedKey({ idempotencyKey: 'k', scope: 'alice' })).not.toBe(storedKey({ idempotencyKey: 'k', scope: 'bob' }));
+  });
+});
