@@ -171,7 +171,8 @@ export function storeConformance(name: string, open: () => Promise<Store>, optio
         await store.updateJob(job!.id, 1, { state: 'running', attempt: 1 });
         expect((await store.insertJobsOnce('k', 'one', [spec('a')], T0)).jobs[0]!.state).toBe('running');
         const e = await rejection(store.insertJobsOnce('k', 'two', [spec('x')], T0));
-        expect(e.code).toBe('CHECK_FAILED');
+        expect(e.code).toBe('BAD_INPUT');
+        expect(e.details['httpStatus']).toBe(422);
         expect(e.message).toContain(`job ${job!.id}`);
         expect(await store.listJobs()).toHaveLength(1);
       });

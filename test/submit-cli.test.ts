@@ -143,7 +143,7 @@ describe('migpool submit -- COMMAND', () => {
     expect(two.out).toBe(one.out);
     expect((await jobs()).length).toBe(before + 1);
     const other = await migpool('submit', '--idempotency-key', 'retry-me-1', '--', 'false');
-    expect(other.code).toBe(1);
+    expect(other.code).toBe(2);
     expect(other.err).toContain(`Idempotency-Key 'retry-me-1' was used for a different submission (job ${one.out.trim()})`);
     // Without a key given, each invocation sends its own: two runs, two jobs.
     const a = await migpool('submit', '--', 'true');

@@ -52,7 +52,10 @@ export function gateQueue(open: ReadonlyMap<string, JobRecord>, ended: ReadonlyM
     const a = r.spec.array;
     if (typeof a === 'object' && (r.state === 'running' || r.state === 'starting')) runningOfArray.set(a.id, (runningOfArray.get(a.id) ?? 0) + 1);
   }
-  const queued = [...open.values()].filter((r) => r.state === 'queued').sort((x, y) => Number(x.id) - Number(y.id));
+  // Only jobs with dependencies or an array limit can be held (the service asks on every view).
+  const queued = [...open.values()].filter((r) => r.state === 'queued' && (r.spec.after !== undefined || (typeof r.spec.array === 'object' && r.spec.array.maxRunning !== undefined)));
+  if (queued.length === 0) return { held, doomed };
+  queued.sort((x, y) => Number(x.id) - Number(y.id));
   const admitted = new Map<string, number>();
   for (const r of queued) {
     let waitFor: string | null = null;

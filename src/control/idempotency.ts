@@ -1,5 +1,4 @@
 import { createHash } from 'node:crypto';
-import { MigpoolError } from '../errors.js';
 
 /**
  * Idempotent submission: a client sends an `Idempotency-Key` header with POST /v1/jobs (and
@@ -7,7 +6,7 @@ import { MigpoolError } from '../errors.js';
  * client timed out) returns the jobs the first one queued instead of queueing them again. The
  * header follows the IETF draft "The Idempotency-Key HTTP Header Field"
  * (draft-ietf-httpapi-idempotency-key-header): a key reused with a different body is refused
- * (409 here, 422 in the draft's examples; 409 is what this API answers for a conflict).
+ * with 422, as its "Error Scenarios" section says a server SHOULD (the store keeps the keys).
  */
 
 /** Printable ASCII, 1 to 255 characters: what the header may carry (a UUID is typical). */
@@ -16,13 +15,4 @@ export const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
 /** The digest a key is stored with: a SHA-256 of the submitted JSON, to tell a retry from a different request. */
 export function fingerprintOf(inputs: readonly unknown[]): string {
   return createHash('sha256').update(JSON.stringify(inputs)).digest('hex');
-}
-
-/** The conflict when a key comes back with another body. */
-export function keyReused(key: string, jobIds: readonly string[]): MigpoolError {
-  return new MigpoolError(
-    'CHECK_FAILED',
-    `Idempotency-Key '${key}' was used for a different submission (job ${jobIds.join(', ')}): send a new key for a new submission, the same body to retry`,
-    { path: 'Idempotency-Key' },
-  );
 }

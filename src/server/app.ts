@@ -105,7 +105,8 @@ function describeError(error: unknown): { status: number; body: ErrorBody } {
   if (error instanceof ApiError) return { status: error.statusCode, body: errorBody(error.code, error.message, error.path) };
   if (error instanceof MigpoolError) {
     const path = typeof error.details['path'] === 'string' ? error.details['path'] : undefined;
-    const status = error.code === 'BAD_INPUT' ? 400 : error.code === 'CHECK_FAILED' ? 409 : 500;
+    const own = error.details['httpStatus'];
+    const status = typeof own === 'number' && own >= 400 && own < 500 ? own : error.code === 'BAD_INPUT' ? 400 : error.code === 'CHECK_FAILED' ? 409 : 500;
     return { status, body: errorBody(error.code, error.message, path) };
   }
   const e = error as Partial<FastifyError>;

@@ -80,10 +80,10 @@ const idempotencyKey = {
   in: 'header',
   required: false,
   description:
-    'Any unique string (a UUID) for this submission, sent again unchanged on a retry: a retry with the same key and body answers the jobs the first request queued and queues nothing; the same key with another body is refused (409). `migpool submit` sends one per invocation.',
+    'Any unique string (a UUID) for this submission, sent again unchanged on a retry: a retry with the same key and body answers the jobs the first request queued and queues nothing; the same key with another body is refused (422). `migpool submit` sends one per invocation.',
   schema: { type: 'string', minLength: 1, maxLength: 255, pattern: '^[\\x21-\\x7e]+$' },
 };
-const keyConflict = { '409': json('Error', 'The Idempotency-Key was used for a different submission.') };
+const keyConflict = { '422': json('Error', 'The Idempotency-Key was used for a different submission (as draft-ietf-httpapi-idempotency-key-header says).') };
 
 /** The OpenAPI 3.1 document; `version` is the service's version. */
 export function openApiDocument(version: string): Record<string, unknown> {

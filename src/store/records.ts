@@ -254,7 +254,7 @@ export function checkListEvents(afterSeq: number, limit: number): void {
 
 /** Checks an idempotency key and fingerprint (non-empty text). */
 export function checkIdempotencyKey(key: unknown, fingerprint: unknown): void {
-  if (typeof key !== 'string' || key.length === 0 || key.length > 255) throw badInput(`store: idempotency key must be text of 1 to 255 characters, got ${JSON.stringify(key)}`);
+  if (typeof key !== 'string' || key.length === 0 || key.length > 1024) throw badInput(`store: idempotency key must be text of 1 to 1024 characters, got ${JSON.stringify(key)}`);
   if (typeof fingerprint !== 'string' || fingerprint.length === 0) throw badInput('store: idempotency fingerprint must be non-empty text');
 }
 
@@ -263,9 +263,10 @@ export function replayedIds(key: string, fingerprint: string, row: { fingerprint
   const ids = row.job_ids.split(',').filter((x) => x !== '');
   if (row.fingerprint !== fingerprint) {
     throw new MigpoolError(
-      'CHECK_FAILED',
-      `Idempotency-Key '${key}' was used for a different submission (job ${ids.join(', ')}): send a new key for a new submission, the same body to retry it`,
-      { path: 'Idempotency-Key' },
+      'BAD_INPUT',
+      `Idempotency-Key '${key.slice(key.lastIndexOf(' ') + 1)}' was used for a different submission (job ${ids.join(', ')}): send a new key for a new submission, the same body to retry it`,
+      // 422: what the IETF draft "The Idempotency-Key HTTP Header Field" (draft-ietf-httpapi-idempotency-key-header, section "Error Scenarios") says a server SHOULD answer.
+      { path: 'Idempotency-Key', httpStatus: 422 },
     );
   }
   return ids;

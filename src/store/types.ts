@@ -24,8 +24,9 @@ export interface Store {
   /**
    * Idempotent {@link insertJobs}: the first call with `key` inserts the jobs and records the key
    * with `fingerprint` (a digest of the request) in the same transaction; a later call with the
-   * same key and fingerprint inserts nothing and returns those jobs (`replayed`). CHECK_FAILED when
-   * the key was recorded with another fingerprint. Keys are each owner's own (`options.owner`).
+   * same key and fingerprint inserts nothing and returns those jobs (`replayed`). BAD_INPUT (with
+   * `httpStatus: 422`) when the key was recorded with another fingerprint. Keys are each owner's
+   * own (`options.owner`).
    */
   insertJobsOnce(key: string, fingerprint: string, specs: readonly JobSpecInput[], now: number, options?: InsertJobOptions): Promise<{ jobs: JobRecord[]; replayed: boolean }>;
   getJob(id: string): Promise<JobRecord | null>;

@@ -126,7 +126,7 @@ class ClientTest(unittest.TestCase):
         self.assertEqual(len([j for j in self.client.jobs() if j["spec"]["name"] == "once"]), 1)
         with self.assertRaises(ApiError) as caught:
             self.client.submit(spec("other", "true"), idempotency_key=key)
-        self.assertEqual(caught.exception.status, 409)
+        self.assertEqual(caught.exception.status, 422)
         self.assertIn(first["id"], caught.exception.message)
 
     def test_an_array_is_many_jobs_each_with_its_index(self) -> None:
