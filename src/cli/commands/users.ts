@@ -65,7 +65,7 @@ async function mustExist(store: Store, name: string): Promise<UserRecord> {
   return user;
 }
 
-/** Replaces the data dir's token file (atomically, mode 0600) when it holds `oldHash`'s token. */
+/** Replaces the data dir's token file (atomically, mode 0600) when it still holds the token hashed `oldHash`. */
 async function replaceTokenFile(dataDir: string, oldHash: string, token: string): Promise<boolean> {
   const path = tokenPath(dataDir);
   let current: string;
@@ -156,10 +156,12 @@ export function registerUsers(program: Command, io: Io): void {
     .action(async (name: string, f: StoreFlags) => {
       const token = newToken();
       const { user, tokenFile } = await withStore(f, async (store, dataDir) => {
-        await mustExist(store, name);
-        // The data dir's token file holds the admin's token for the CLI: it follows when it was this user's.
+        const before = await mustExist(store, name);
+        // The data dir's token file holds the admin's token for the CLI: it follows when it was this
+        // user's, or when it is no one's (deleted and made anew) and this user is an admin.
         const fileHash = await currentHashOf(dataDir);
-        const holdsFile = fileHash !== null && (await store.userByTokenHash(fileHash))?.name === name;
+        const fileOwner = fileHash === null ? null : ((await store.userByTokenHash(fileHash))?.name ?? null);
+        const holdsFile = fileHash !== null && (fileOwner === name || (fileOwner === null && before.admin));
         const updated = (await store.updateUser(name, { tokenHash: hashToken(token) }))!;
         return { user: updated, tokenFile: holdsFile ? await replaceTokenFile(dataDir, fileHash, token) : false };
       });
