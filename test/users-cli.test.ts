@@ -76,3 +76,21 @@ describe('migpool users, offline', () => {
     }
   });
 });
+
+describe('migpool users set', () => {
+  it("changes a user's weight, quota, admin right and account; 'none' clears", async () => {
+    const dir = dataDir();
+    expect((await cli('users', 'add', 'alice', '--quota-gpus', '2', '--data-dir', dir)).code).toBe(0);
+    const set = await cli('users', 'set', 'alice', '--weight', '3', '--quota-gpus', 'none', '--admin', '--unix-user', 'root', '--data-dir', dir, '--json');
+    expect(set.code, set.err).toBe(0);
+    expect((JSON.parse(set.out) as { user: unknown }).user).toMatchObject({ name: 'alice', weight: 3, quotaGpus: null, admin: true, unixUser: 'root' });
+    const back = await cli('users', 'set', 'alice', '--no-admin', '--unix-user', 'none', '--quota-gpus', '0.5', '--data-dir', dir, '--json');
+    expect((JSON.parse(back.out) as { user: unknown }).user).toMatchObject({ weight: 3, quotaGpus: 0.5, admin: false, unixUser: null });
+    const nothing = await cli('users', 'set', 'alice', '--data-dir', dir);
+    expect(nothing.code).toBe(2);
+    expect(nothing.err).toMatch(/^migpool: nothing to change for 'alice'/);
+    const last = await cli('users', 'set', 'admin', '--no-admin', '--data-dir', dir);
+    expect(last.code).toBe(2);
+    expect(last.err).toMatch(/last admin/);
+  });
+});
