@@ -125,7 +125,7 @@ describe('two users share one migpool serve', () => {
   let aliceJob = '';
   let bobJob = '';
 
-  it('users added before the first start; the data dir token is the admin', { timeout: 60_000 }, async () => {
+  it('users added before the first start; the data dir token is the admin', { timeout: 120_000 }, async () => {
     alice = await addUser('alice');
     bob = await addUser('bob', '--weight', '2', '--quota-gpus', '1.5');
     await startServe();
@@ -145,7 +145,7 @@ describe('two users share one migpool serve', () => {
     expect(statSync(join(dir, 'migpool.db')).mode & 0o777).toBe(0o600);
   });
 
-  it('each sees, reads and cancels their own jobs only; the admin sees all', { timeout: 60_000 }, async () => {
+  it('each sees, reads and cancels their own jobs only; the admin sees all', { timeout: 120_000 }, async () => {
     const say = (what: string) => [node, '-e', `console.log(${JSON.stringify(what)})`];
     const a = await api(alice, 'POST', '/v1/jobs', { name: 'a-job', command: say('alice output'), env: { ALICE_SECRET: 'alice-secret-value' } });
     expect(a.status).toBe(201);
@@ -190,7 +190,7 @@ describe('two users share one migpool serve', () => {
     expect(adminIds).toContain(bobJob);
   });
 
-  it('the CLI acts as the user whose token it is given, and shows the owner', { timeout: 60_000 }, async () => {
+  it('the CLI acts as the user whose token it is given, and shows the owner', { timeout: 120_000 }, async () => {
     const asAlice = await cli('jobs', '--data-dir', dir, '--token', alice);
     expect(asAlice.code, asAlice.err).toBe(0);
     const lines = asAlice.out.trimEnd().split('\n');
@@ -204,7 +204,7 @@ describe('two users share one migpool serve', () => {
     expect(logs.err.trimEnd().split('\n')).toHaveLength(1);
   });
 
-  it('a missing or wrong token is a one-line 401; rotate and remove take effect at once', { timeout: 60_000 }, async () => {
+  it('a missing or wrong token is a one-line 401; rotate and remove take effect at once', { timeout: 120_000 }, async () => {
     const missing = await api(null, 'GET', '/v1/jobs');
     expect(missing.status).toBe(401);
     const m = (missing.json as { error: { code: string; message: string } }).error;
@@ -264,7 +264,7 @@ describe('two users share one migpool serve', () => {
     return;
   }
 
-  it("as root, runs a mapped user's job as their Unix account, its log and checkpoint files theirs", { timeout: 60_000 }, async () => {
+  it("as root, runs a mapped user's job as their Unix account, its log and checkpoint files theirs", { timeout: 120_000 }, async () => {
     let created = false;
     try {
       execFileSync('id', ['-u', account], { stdio: 'ignore' });

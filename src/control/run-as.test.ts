@@ -21,6 +21,7 @@ describe('who a job runs as', () => {
   it("the owner's Unix account when the service is root and the owner is mapped; else the service's own user", async () => {
     expect(await runAsFor(store, 'carol', asRoot)).toEqual({ account: me, env: { HOME: '/home/carol', USER: 'carol-unix', LOGNAME: 'carol-unix' } });
     expect(await runAsFor(store, 'carol', { ...asRoot, isRoot: () => false })).toBeNull();
+    expect(await runAsFor(store, 'carol', { ...asRoot, executorRunsAsOthers: false })).toBeNull();
     expect(await runAsFor(store, 'alice', asRoot)).toBeNull();
     expect(await runAsFor(store, null, asRoot)).toBeNull();
     expect(await runAsFor(store, 'removed-user', asRoot)).toBeNull();

@@ -26,17 +26,20 @@ export interface RunAs {
 
 /** Options of {@link runAsFor}, for tests. */
 export interface RunAsOptions {
+  /** False when the executor cannot run a job as another account (Executor.runsAsOthers) [true]. */
+  readonly executorRunsAsOthers?: boolean;
   readonly isRoot?: () => boolean;
   readonly lookup?: (name: string) => Promise<UnixAccount | null>;
 }
 
 /**
  * The account a job of `owner` runs as: null when the service does not run as root (it cannot
- * switch users), the job has no owner, or the owner is mapped to no account. RUNTIME when the
+ * switch users), its executor cannot run jobs as others, the job has no owner, or the owner is
+ * mapped to no account. RUNTIME when the
  * owner's account does not exist: the job is never run as root in its place.
  */
 export async function runAsFor(store: Pick<Store, 'getUser'>, owner: string | null | undefined, options: RunAsOptions = {}): Promise<RunAs | null> {
-  if (!owner || !(options.isRoot ?? isRoot)()) return null;
+  if (!owner || options.executorRunsAsOthers === false || !(options.isRoot ?? isRoot)()) return null;
   const user = await store.getUser(owner);
   if (!user?.unixUser) return null;
   const account = await (options.lookup ?? lookupUnixUser)(user.unixUser);

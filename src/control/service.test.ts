@@ -81,6 +81,28 @@ async function until(service: PoolServiceImpl, id: string, states: readonly stri
 }
 
 describe('the live service', () => {
+  it("records who submitted a job and hands the policy the owner as the job's user", async () => {
+    const seen = new Map<string, string | undefined>();
+    const inner = parsePolicy('migpool');
+    const watching: Policy = {
+      name: 'watching',
+      decide: (view, ctx) => {
+        for (const j of view.queue) seen.set(j.id, j.user);
+        return inner.decide(view, ctx);
+      },
+    };
+    const { service } = await open(tempDir(), watching);
+    const mine = await service.submit({ name: 'mine', command: [node, '-e', ''] }, { owner: 'alice' });
+    const theirs = await service.submitMany([{ name: 'theirs', command: [node, '-e', ''] }], { owner: 'bob' });
+    const nobody = await service.submit({ name: 'nobody', command: [node, '-e', ''] });
+    expect([mine.owner, theirs[0]!.owner, nobody.owner]).toEqual(['alice', 'bob', null]);
+    for (const j of [mine, theirs[0]!, nobody]) await until(service, j.id, ['succeeded']);
+    expect(seen.get(mine.id)).toBe('alice');
+    expect(seen.get(theirs[0]!.id)).toBe('bob');
+    expect(seen.has(nobody.id) && seen.get(nobody.id) === undefined).toBe(true);
+    expect((await service.listJobs({ owner: 'bob' })).map((j) => j.id)).toEqual([theirs[0]!.id]);
+  });
+
   it('runs a submitted job on a slice it carves, with CUDA_VISIBLE_DEVICES set, and keeps its log', async () => {
     const dir = tempDir();
     const { service } = await open(dir);

@@ -757,7 +757,7 @@ export class PoolServiceImpl implements PoolService {
     try {
       mkdirSync(checkpoint, { recursive: true });
       // The owner's Unix account, when the service runs as root and the owner is mapped to one.
-      const who = await attemptIdentity(this.o.store, rec.owner, { dataDir: this.o.dataDir, attemptDir: dir, checkpointDir: checkpoint, workdir: rec.spec.workdir });
+      const who = await attemptIdentity(this.o.store, rec.owner, { dataDir: this.o.dataDir, attemptDir: dir, checkpointDir: checkpoint, workdir: rec.spec.workdir }, { executorRunsAsOthers: this.o.executor.runsAsOthers === true });
       const ref = await this.o.executor.launch({
         jobId: rec.id,
         attempt,

@@ -8,6 +8,8 @@ import type { ProcessRef } from '../store/types.js';
  * whether to run another attempt), GPU partitioning.
  */
 export interface Executor {
+  /** True when `LaunchSpec.runAs` is honoured (a job run as another account); absent: it is not. */
+  readonly runsAsOthers?: boolean;
   /**
    * Starts an attempt and returns how to find it again. Resolves once the process exists; the
    * attempt keeps running if the service stops (it is detached from the service).
@@ -42,8 +44,8 @@ export interface LaunchSpec {
   readonly graceSeconds?: number;
   /**
    * The account the job's process runs as (the executor must run as root); its log files become
-   * that account's, mode 0600. Absent: the executor's own. The Slurm executor ignores it (sbatch
-   * runs the job as the user who submits it).
+   * that account's, mode 0600. Absent: the executor's own. Only for executors that say
+   * `runsAsOthers` (the Slurm executor does not: sbatch runs the job as the user who submits it).
    */
   readonly runAs?: { readonly uid: number; readonly gid: number };
   /** Folder for this attempt (created if missing): stdout.log, stderr.log, exit status. */

@@ -431,5 +431,5 @@ export function createLocalExecutor(opts: LocalExecutorOptions = {}): Executor {
     closed = true;
   }
 
-  return { launch, adopt, cancel, onExit, logPaths, close };
+  return { launch, adopt, cancel, onExit, logPaths, close, runsAsOthers: true };
 }

@@ -173,9 +173,9 @@ const DASHBOARD_CSP = "default-src 'self'; script-src 'self'; style-src 'self' '
  * The HTTP face of `migpool serve`: the REST API under /v1 (see `openapi.ts`), server-sent events,
  * Prometheus metrics at /metrics and the web dashboard at /. Every call but the dashboard's page,
  * its assets and the OpenAPI document is made as a user, named by `Authorization: Bearer <token>`
- * (see `users.ts`: a user sees only their own jobs, admins all; others' jobs answer 404) (the event stream
- * also takes `?token=`, for browsers' EventSource); env values are redacted in answers. The caller listens (loopback by default)
- * and closes; closing ends open event streams.
+ * (the event stream also takes `?token=`, for browsers' EventSource): a user sees only their own
+ * jobs, admins all, and others' jobs answer 404 (see `users.ts`). Env values are redacted in
+ * answers. The caller listens (loopback by default) and closes; closing ends open event streams.
  */
 export async function buildServer(opts: ServerOptions): Promise<FastifyInstance> {
   const { service } = opts;

@@ -65,7 +65,7 @@ async function mustExist(store: Store, name: string): Promise<UserRecord> {
   return user;
 }
 
-/** Replaces the data dir's token file (atomically, mode 0600) when it holds `oldHash`'s token. */
+/** Replaces the data dir's token file (atomically, mode 0600) when it still holds the token hashed `oldHash`. */
 async function replaceTokenFile(dataDir: string, oldHash: string, token: string): Promise<boolean> {
   const path = tokenPath(dataDir);
   let current: string;
@@ -151,15 +151,47 @@ export function registerUsers(program: Command, io: Io): void {
       io.err(`migpool users: removed ${name}`);
     });
 
+  withStoreOptions(users.command('set').description("change a user's share, quota, admin right or Unix account (a running service uses it from its next pass)").argument('<name>', 'user name'))
+    .option('--weight <w>', 'their share of the pool under contention')
+    .option('--quota-gpus <n>', "most GPUs' worth of compute slices, or 'none'")
+    .option('--admin', 'make them an admin')
+    .option('--no-admin', 'make them a plain user')
+    .option('--unix-user <account>', "the Unix account their jobs run as, or 'none'")
+    .option('--json', 'print the user as JSON')
+    .action(async (name: string, f: StoreFlags & { weight?: string; quotaGpus?: string; admin?: boolean; unixUser?: string }) => {
+      const weight = parseNumber(f.weight, '--weight');
+      if (weight !== undefined) checkWeight(weight, '--weight');
+      const quotaGpus = f.quotaGpus === 'none' ? null : parseNumber(f.quotaGpus, '--quota-gpus');
+      if (quotaGpus !== undefined) checkQuota(quotaGpus, '--quota-gpus');
+      const unixUser = f.unixUser === 'none' ? null : f.unixUser;
+      if (typeof unixUser === 'string') {
+        checkUnixUser(unixUser, '--unix-user');
+        if ((await lookupUnixUser(unixUser)) === null) throw badInput(`--unix-user '${unixUser}': no such account on this machine (getent passwd ${unixUser} finds none): create it (useradd), or give 'none'`);
+      }
+      const patch = { ...(weight !== undefined ? { weight } : {}), ...(quotaGpus !== undefined ? { quotaGpus } : {}), ...(f.admin !== undefined ? { admin: f.admin } : {}), ...(unixUser !== undefined ? { unixUser } : {}) };
+      if (Object.keys(patch).length === 0) throw badInput(`nothing to change for '${name}': give --weight, --quota-gpus, --admin or --no-admin, or --unix-user`);
+      const user = await withStore(f, async (store) => {
+        const before = await mustExist(store, name);
+        if (before.admin && f.admin === false && (await store.listUsers()).filter((u) => u.admin).length === 1) {
+          throw badInput(`'${name}' is the last admin: make another user an admin first`);
+        }
+        return (await store.updateUser(name, patch))!;
+      });
+      if (f.json) return writeJson(io, { user });
+      io.err(`migpool users: ${name} now ${describeUser(user)}`);
+    });
+
   withStoreOptions(users.command('rotate').description("give a user a new token (printed once); the old one stops working at once. The data dir's token file follows when it held the old one").argument('<name>', 'user name'))
     .option('--json', 'print {user, token, tokenFile} as JSON (tokenFile: the data dir token file was rewritten)')
     .action(async (name: string, f: StoreFlags) => {
       const token = newToken();
       const { user, tokenFile } = await withStore(f, async (store, dataDir) => {
-        await mustExist(store, name);
-        // The data dir's token file holds the admin's token for the CLI: it follows when it was this user's.
+        const before = await mustExist(store, name);
+        // The data dir's token file holds the admin's token for the CLI: it follows when it was this
+        // user's, or when it is no one's (deleted and made anew) and this user is an admin.
         const fileHash = await currentHashOf(dataDir);
-        const holdsFile = fileHash !== null && (await store.userByTokenHash(fileHash))?.name === name;
+        const fileOwner = fileHash === null ? null : ((await store.userByTokenHash(fileHash))?.name ?? null);
+        const holdsFile = fileHash !== null && (fileOwner === name || (fileOwner === null && before.admin));
         const updated = (await store.updateUser(name, { tokenHash: hashToken(token) }))!;
         return { user: updated, tokenFile: holdsFile ? await replaceTokenFile(dataDir, fileHash, token) : false };
       });

@@ -1,0 +1,96 @@
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { hashToken } from '../src/server/users.js';
+import { openStore } from '../src/store/open.js';
+import { cli } from './run-cli.js';
+
+/** `migpool users` against a data dir with no service running (what an operator does first). */
+const dirs: string[] = [];
+afterEach(() => {
+  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+});
+
+function dataDir(): string {
+  const d = mkdtempSync(join(tmpdir(), 'migpool-users-cli-'));
+  dirs.push(d);
+  return join(d, 'data');
+}
+
+describe('migpool users, offline', () => {
+  it('creates the data dir and its admin with the first user; stores hashes only', async () => {
+    const dir = dataDir();
+    const r = await cli('users', 'add', 'alice', '--quota-gpus', '0.5', '--data-dir', dir, '--json');
+    expect(r.code, r.err).toBe(0);
+    const { user, token } = JSON.parse(r.out) as { user: Record<string, unknown>; token: string };
+    expect(user).toMatchObject({ name: 'alice', admin: false, weight: 1, quotaGpus: 0.5, unixUser: null });
+    const store = await openStore({ dataDir: dir });
+    try {
+      expect((await store.listUsers()).map((u) => [u.name, u.admin])).toEqual([
+        ['admin', true],
+        ['alice', false],
+      ]);
+      expect((await store.userByTokenHash(hashToken(token)))?.name).toBe('alice');
+      expect((await store.userByTokenHash(hashToken(readFileSync(join(dir, 'token'), 'utf8').trim())))?.name).toBe('admin');
+    } finally {
+      await store.close();
+    }
+  });
+
+  it("rotating an admin rewrites a token file that is no one's (deleted and made anew), not another user's", async () => {
+    const dir = dataDir();
+    expect((await cli('users', 'add', 'ops', '--admin', '--data-dir', dir)).code).toBe(0);
+    rmSync(join(dir, 'token'));
+    expect((await cli('users', 'list', '--data-dir', dir)).code).toBe(0);
+    const stale = readFileSync(join(dir, 'token'), 'utf8').trim();
+    const alice = await cli('users', 'add', 'alice', '--data-dir', dir);
+    expect(alice.code).toBe(0);
+    const notAdmin = JSON.parse((await cli('users', 'rotate', 'alice', '--data-dir', dir, '--json')).out) as { tokenFile: boolean };
+    expect(notAdmin.tokenFile).toBe(false);
+    expect(readFileSync(join(dir, 'token'), 'utf8').trim()).toBe(stale);
+    const ops = JSON.parse((await cli('users', 'rotate', 'ops', '--data-dir', dir, '--json')).out) as { token: string; tokenFile: boolean };
+    expect(ops.tokenFile).toBe(true);
+    expect(readFileSync(join(dir, 'token'), 'utf8').trim()).toBe(ops.token);
+    // Now the file is ops's: rotating admin leaves it alone.
+    const admin = JSON.parse((await cli('users', 'rotate', 'admin', '--data-dir', dir, '--json')).out) as { tokenFile: boolean };
+    expect(admin.tokenFile).toBe(false);
+    expect(readFileSync(join(dir, 'token'), 'utf8').trim()).toBe(ops.token);
+  });
+
+  it('says what is wrong in one line, exit 2', async () => {
+    const dir = dataDir();
+    const cases: [string[], RegExp][] = [
+      [['users', 'add', '9lives'], /^migpool: user name "9lives": use a letter/],
+      [['users', 'add', 'a', '--weight', '0'], /^migpool: --weight 0: give a positive number/],
+      [['users', 'add', 'a', '--quota-gpus', 'lots'], /^migpool: --quota-gpus 'lots' is not a number/],
+      [['users', 'add', 'a', '--unix-user', 'not valid'], /^migpool: --unix-user "not valid": give a Unix account name/],
+      [['users', 'rotate', 'nobody'], /^migpool: no user 'nobody': the users are admin/],
+      [['users', 'remove', 'admin'], /^migpool: 'admin' is the last admin/],
+    ];
+    for (const [args, message] of cases) {
+      const r = await cli(...args, '--data-dir', dir);
+      expect(r.code, args.join(' ')).toBe(2);
+      expect(r.err, args.join(' ')).toMatch(message);
+      expect(r.err.trimEnd().split('\n'), args.join(' ')).toHaveLength(1);
+    }
+  });
+});
+
+describe('migpool users set', () => {
+  it("changes a user's weight, quota, admin right and account; 'none' clears", async () => {
+    const dir = dataDir();
+    expect((await cli('users', 'add', 'alice', '--quota-gpus', '2', '--data-dir', dir)).code).toBe(0);
+    const set = await cli('users', 'set', 'alice', '--weight', '3', '--quota-gpus', 'none', '--admin', '--unix-user', 'root', '--data-dir', dir, '--json');
+    expect(set.code, set.err).toBe(0);
+    expect((JSON.parse(set.out) as { user: unknown }).user).toMatchObject({ name: 'alice', weight: 3, quotaGpus: null, admin: true, unixUser: 'root' });
+    const back = await cli('users', 'set', 'alice', '--no-admin', '--unix-user', 'none', '--quota-gpus', '0.5', '--data-dir', dir, '--json');
+    expect((JSON.parse(back.out) as { user: unknown }).user).toMatchObject({ weight: 3, quotaGpus: 0.5, admin: false, unixUser: null });
+    const nothing = await cli('users', 'set', 'alice', '--data-dir', dir);
+    expect(nothing.code).toBe(2);
+    expect(nothing.err).toMatch(/^migpool: nothing to change for 'alice'/);
+    const last = await cli('users', 'set', 'admin', '--no-admin', '--data-dir', dir);
+    expect(last.code).toBe(2);
+    expect(last.err).toMatch(/last admin/);
+  });
+});
