@@ -1,4 +1,4 @@
-import { fleetModels, profileAllows } from './policies/common.js';
+import { fleetModels, indexOf, profileAllows, type IndexedClusterView } from './policies/common.js';
 import { fairQueue, gpusText, QUOTA_TOLERANCE, shareOf, sharesActive, startCost, usageByUser, userOf, heldBy } from './shares.js';
 import type { ClusterView, Decision, JobSpec, Policy } from './types.js';
 
@@ -62,8 +62,18 @@ export function withShares(policy: Policy, least: LeastHolding = WHOLE_GPUS): Po
         held.set(j.id, `user '${u || 'default'}' is at their quota: they hold ${gpusText(usage.get(u) ?? 0)} of ${gpusText(quota)} GPUs and this job needs ${gpusText(need)} more`);
       }
     }
-    const narrowed: ClusterView = Object.create(view, { queue: { value: queue, enumerable: true } }) as ClusterView;
-    return { view: Object.create(narrowed, { queue: { value: fairQueue(narrowed), enumerable: true } }) as ClusterView, held };
+    // A plain object (policies may spread it), with the simulator's index where the view has one.
+    const index = indexOf(view);
+    const narrowed: IndexedClusterView = {
+      now: view.now,
+      gpus: view.gpus,
+      queue,
+      running: view.running,
+      ...(view.history ? { history: view.history } : {}),
+      ...(view.users ? { users: view.users } : {}),
+      ...(index ? { index } : {}),
+    };
+    return { view: { ...narrowed, queue: fairQueue(narrowed) }, held };
   };
   return {
     name: policy.name,
