@@ -9,7 +9,7 @@ import { MAX_SHARERS, sharingPolicy } from './policies/sharing.js';
 import { staticPolicy } from './policies/static.js';
 import { gavelPolicy, parseGavelRound } from './policies/gavel.js';
 import { parseTiresiasThresholds, tiresiasPolicy } from './policies/tiresias.js';
-import { MIG_SLICES, sharedGpus, WHOLE_GPUS, withShares, type LeastHolding } from './share-policy.js';
+import { MIG_SLICES, WHOLE_GPUS, withShares, type LeastHolding } from './share-policy.js';
 import type { Policy } from './types.js';
 
 /** What a policy's argument (the text after `name:`) looks like. */
@@ -86,7 +86,6 @@ export const POLICIES: readonly PolicyEntry[] = [
     help: 'MIG off; up to N jobs take turns on a GPU (CUDA time-slicing)',
     examples: ['timeslice:2'],
     create: (arg) => sharingPolicy('timeslice', sharers('timeslice', arg ?? '')),
-    least: (arg) => sharedGpus(sharers('timeslice', arg ?? '')),
   },
   {
     name: 'mps',
@@ -94,7 +93,6 @@ export const POLICIES: readonly PolicyEntry[] = [
     help: 'MIG off; up to N jobs run side by side on a GPU (CUDA MPS)',
     examples: ['mps:3'],
     create: (arg) => sharingPolicy('mps', sharers('mps', arg ?? '')),
-    least: (arg) => sharedGpus(sharers('mps', arg ?? '')),
   },
   {
     name: 'static',

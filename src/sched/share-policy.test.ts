@@ -4,7 +4,8 @@ import { simulate } from '../sim/engine.js';
 import { parseFleet } from '../sim/fleet.js';
 import type { TraceJob } from '../sim/types.js';
 import { exclusivePolicy } from './policies/exclusive.js';
-import { parsePolicy } from './registry.js';
+import { createRandom } from '../random.js';
+import { parsePolicy, POLICIES } from './registry.js';
 import { withShares } from './share-policy.js';
 import type { ClusterView, Decision, Policy, UserShare } from './types.js';
 
@@ -94,4 +95,37 @@ describe('fair share', () => {
     expect(a.jcts).toEqual(b.jcts);
     expect(a.byUser).toBeUndefined();
   });
+});
+
+describe('every registered policy under quotas', () => {
+  // Three users on 4 GPUs: alice may hold 2 GPUs' worth, bob 1.5, carol any; 24 jobs, a third of
+  // the single-GPU ones asking for a MIG profile, arriving a minute apart on average.
+  const users = new Map<string, UserShare>([
+    ['alice', { weight: 2, quotaGpus: 2 }],
+    ['bob', { weight: 1, quotaGpus: 1.5 }],
+    ['carol', { weight: 1, quotaGpus: null }],
+  ]);
+  const names = ['alice', 'bob', 'carol'];
+  const trace = (seed: number): TraceJob[] => {
+    const random = createRandom(seed);
+    let arrival = 0;
+    return Array.from({ length: 24 }, (_, i) => {
+      arrival += Math.round(-Math.log(1 - random()) * 60);
+      const user = names[i % 3] as string;
+      const gpus = user === 'bob' ? 1 : random() < 0.3 ? 2 : 1;
+      return { ...job(`j${i}`, user, arrival, Math.round(60 * 30 ** random()), gpus), profile: gpus === 1 && random() < 1 / 3 ? '1g.5gb' : null };
+    });
+  };
+  for (const entry of POLICIES) {
+    it(`${entry.examples[0]}: completes every job and no start passes a quota (the simulator's check would throw)`, () => {
+      for (const seed of [1, 2]) {
+        const jobs = trace(seed);
+        const r = simulate({ fleet: parseFleet('4xA100-40GB'), jobs, policy: parsePolicy(entry.examples[0]), seed, users });
+        expect(r.metrics.completed).toBe(jobs.length);
+        const peak = new Map(r.byUser?.map((u) => [u.user, u.peakGpus]));
+        expect(peak.get('alice')).toBeLessThanOrEqual(2 + 1e-9);
+        expect(peak.get('bob')).toBeLessThanOrEqual(1.5 + 1e-9);
+      }
+    });
+  }
 });

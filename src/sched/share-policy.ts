@@ -1,4 +1,4 @@
-import { fleetModels, profileAllows } from './policies/common.js';
+import { fleetModels, indexOf, profileAllows, type IndexedClusterView } from './policies/common.js';
 import { fairQueue, gpusText, QUOTA_TOLERANCE, shareOf, sharesActive, startCost, usageByUser, userOf, heldBy } from './shares.js';
 import type { ClusterView, Decision, JobSpec, Policy } from './types.js';
 
@@ -20,13 +20,8 @@ import type { ClusterView, Decision, JobSpec, Policy } from './types.js';
 /** GPUs' worth a queued job would hold at least under a policy (its cheapest placement). */
 export type LeastHolding = (view: ClusterView, job: JobSpec) => number;
 
-/** Whole GPUs, one job each: a job holds its GPUs. */
+/** Whole GPUs (alone or shared): a job holds its GPUs. */
 export const WHOLE_GPUS: LeastHolding = (_view, job) => job.gpus;
-
-/** Up to `n` jobs per whole GPU (time-slicing, MPS): a job holds at least 1/n of each of its GPUs. */
-export function sharedGpus(n: number): LeastHolding {
-  return (_view, job) => job.gpus / n;
-}
 
 /**
  * MIG slices or whole GPUs: a single-GPU job holds at least the smallest slice it may take on
@@ -67,8 +62,18 @@ export function withShares(policy: Policy, least: LeastHolding = WHOLE_GPUS): Po
         held.set(j.id, `user '${u || 'default'}' is at their quota: they hold ${gpusText(usage.get(u) ?? 0)} of ${gpusText(quota)} GPUs and this job needs ${gpusText(need)} more`);
       }
     }
-    const narrowed: ClusterView = Object.create(view, { queue: { value: queue, enumerable: true } }) as ClusterView;
-    return { view: Object.create(narrowed, { queue: { value: fairQueue(narrowed), enumerable: true } }) as ClusterView, held };
+    // A plain object (policies may spread it), with the simulator's index where the view has one.
+    const index = indexOf(view);
+    const narrowed: IndexedClusterView = {
+      now: view.now,
+      gpus: view.gpus,
+      queue,
+      running: view.running,
+      ...(view.history ? { history: view.history } : {}),
+      ...(view.users ? { users: view.users } : {}),
+      ...(index ? { index } : {}),
+    };
+    return { view: { ...narrowed, queue: fairQueue(narrowed) }, held };
   };
   return {
     name: policy.name,
@@ -89,59 +94,30 @@ export function withShares(policy: Policy, least: LeastHolding = WHOLE_GPUS): Po
 
 /**
  * The decisions without the starts that would take a user past their quota, judged in order as
- * they will be applied: a preemption gives back what its job held (nothing for a job sharing a
- * GPU, whose sharers' holdings change: counting nothing errs on the safe side), a start takes its
- * cost. What stays passes the decision check's quota rule.
+ * they will be applied: a preemption gives back what its job held, a start takes its cost. What
+ * stays passes the decision check's quota rule.
  */
 export function withinQuotas(view: ClusterView, decisions: readonly Decision[]): Decision[] {
   const usage = usageByUser(view);
   const jobs = new Map(view.queue.map((j) => [j.id, j]));
-  /** Whole-GPU jobs per GPU after the decisions kept so far. */
-  const sharers = new Map<number, number>();
-  const sharersOf = (id: number): number => sharers.get(id) ?? view.gpus[id]?.wholeGpuJobs.length ?? 0;
   const out: Decision[] = [];
   for (const d of decisions) {
     if (d.kind === 'preempt') {
       const r = view.running.get(d.job);
-      if (r) {
-        if (r.placement.kind === 'instance' || r.placement.gpus.every((id) => sharersOf(id) <= 1)) {
-          const u = userOf(r.spec);
-          usage.set(u, (usage.get(u) ?? 0) - heldBy(view, r));
-        }
-        if (r.placement.kind === 'gpus') {
-          for (const id of r.placement.gpus) {
-            // The jobs left sharing the GPU each hold more of it.
-            const n = sharersOf(id);
-            for (const other of n > 1 ? (view.gpus[id]?.wholeGpuJobs ?? []) : []) {
-              const o = view.running.get(other);
-              if (!o || other === d.job) continue;
-              const ou = userOf(o.spec);
-              usage.set(ou, (usage.get(ou) ?? 0) + 1 / (n - 1) - 1 / n);
-            }
-            sharers.set(id, Math.max(0, n - 1));
-          }
-        }
-      }
+      if (r) usage.set(userOf(r.spec), (usage.get(userOf(r.spec)) ?? 0) - heldBy(view, r));
       out.push(d);
       continue;
     }
-    if (d.kind !== 'start-on-instance' && d.kind !== 'start-on-gpus') {
-      out.push(d);
-      continue;
-    }
-    const job = jobs.get(d.job);
+    const job = d.kind === 'start-on-instance' || d.kind === 'start-on-gpus' ? jobs.get(d.job) : undefined;
     if (!job) {
       out.push(d);
       continue;
     }
     const u = userOf(job);
     const quota = shareOf(view, u).quotaGpus;
-    // A new sharer's part of each GPU (what the user's own sharers there give up is not counted: safe side).
-    const cost = d.kind === 'start-on-gpus' ? d.gpus.reduce((s, id) => s + 1 / (sharersOf(id) + 1), 0) : startCost(view, d, u);
-    const after = (usage.get(u) ?? 0) + cost;
+    const after = (usage.get(u) ?? 0) + startCost(view, d);
     if (quota !== null && after > quota + QUOTA_TOLERANCE) continue;
     usage.set(u, after);
-    if (d.kind === 'start-on-gpus') for (const id of d.gpus) sharers.set(id, sharersOf(id) + 1);
     out.push(d);
   }
   return out;

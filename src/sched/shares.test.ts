@@ -38,13 +38,13 @@ function view(users?: ReadonlyMap<string, UserShare>, queue: JobSpec[] = []): Cl
 }
 
 describe('holdings', () => {
-  it('count a slice as its compute slices over its GPU\'s, and a shared GPU split among its jobs', () => {
+  it('count a slice as its compute slices over its GPU\'s, and a whole GPU as 1 for each job on it, shared or not', () => {
     const v = view();
     expect(heldBy(v, v.running.get('a1')!)).toBeCloseTo(3 / 7, 12);
-    expect(heldBy(v, v.running.get('b1')!)).toBe(0.5);
+    expect(heldBy(v, v.running.get('b1')!)).toBe(1);
     const usage = usageByUser(v);
-    expect(usage.get('alice')).toBeCloseTo(3 / 7 + 0.5, 12);
-    expect(usage.get('bob')).toBe(0.5);
+    expect(usage.get('alice')).toBeCloseTo(3 / 7 + 1, 12);
+    expect(usage.get('bob')).toBe(1);
   });
 });
 
@@ -53,26 +53,28 @@ describe('the quota rule', () => {
     const users = new Map<string, UserShare>([['alice', { weight: 1, quotaGpus: 2 }]]);
     const queue = [spec('a3', 'alice'), spec('a4', 'alice', 2), spec('c1', 'carol', 1)];
     const v = view(users, queue);
-    // alice holds 3/7 + 1/2; a 4g slice adds 4/7: 1.5 in all, within 2.
+    // alice holds 3/7 + 1; a 4g slice adds 4/7: 2 in all, just within 2.
     const slice = { kind: 'start-on-instance', job: 'a3', gpu: 0, start: 0 } as const;
     expect(quotaProblem(v, slice, queue[0]!)).toBeNull();
     expect(checkDecision(v, slice, queueLookup(v))).toBeNull();
-    // One whole GPU more makes 1.93, within 2; two GPUs more (GPU 2, and a third of GPU 1 where her a2 drops to a third too: +1/6) would make 2.10.
-    expect(checkDecision(v, { kind: 'start-on-gpus', job: 'a3', gpus: [2], sharing: 'exclusive' }, queueLookup(v))).toBeNull();
-    const two = { kind: 'start-on-gpus', job: 'a4', gpus: [2, 1], sharing: 'timeslice' } as const;
-    expect(checkDecision(v, two, queueLookup(v))).toMatch(/^start job 'a4' on GPUs 2,1 \(timeslice\): user 'alice' would hold 2\.10 GPUs, over their quota of 2/);
+    // A whole GPU more, or a share of the time-sliced one, makes 2.43: over.
+    expect(checkDecision(v, { kind: 'start-on-gpus', job: 'a3', gpus: [2], sharing: 'exclusive' }, queueLookup(v))).toMatch(
+      /^start job 'a3' on GPUs 2 \(exclusive\): user 'alice' would hold 2\.43 GPUs, over their quota of 2 \(they hold 1\.43\)$/,
+    );
+    expect(checkDecision(v, { kind: 'start-on-gpus', job: 'a3', gpus: [1], sharing: 'timeslice' }, queueLookup(v))).toMatch(/over their quota of 2/);
     // Carol has no quota: anything goes.
     expect(quotaProblem(v, { kind: 'start-on-gpus', job: 'c1', gpus: [2], sharing: 'exclusive' }, queue[2]!)).toBeNull();
   });
 
-  it('counts what a user\'s own sharers give up when their job joins a shared GPU', () => {
-    // alice joins GPU 1 (b1, a2): her new job takes 1/3, her a2 drops from 1/2 to 1/3: +1/6.
-    const users = new Map<string, UserShare>([['alice', { weight: 1, quotaGpus: 3 / 7 + 0.5 + 1 / 6 }]]);
-    const queue = [spec('a3', 'alice')];
+  it('counts a job sharing a GPU as holding all of it: a sharer leaving can never take a user past their quota', () => {
+    const users = new Map<string, UserShare>([['bob', { weight: 1, quotaGpus: 1.5 }]]);
+    const queue = [spec('b2', 'bob')];
     const v = view(users, queue);
-    expect(checkDecision(v, { kind: 'start-on-gpus', job: 'a3', gpus: [1], sharing: 'timeslice' }, queueLookup(v))).toBeNull();
-    const tighter = view(new Map([['alice', { weight: 1, quotaGpus: 3 / 7 + 0.5 + 0.1 }]]), queue);
-    expect(checkDecision(tighter, { kind: 'start-on-gpus', job: 'a3', gpus: [1], sharing: 'timeslice' }, queueLookup(tighter))).toMatch(/over their quota/);
+    // bob holds GPU 1 (shared with alice's a2) as 1: another whole GPU would make 2.
+    expect(checkDecision(v, { kind: 'start-on-gpus', job: 'b2', gpus: [2], sharing: 'exclusive' }, queueLookup(v))).toMatch(/would hold 2 GPUs, over their quota of 1\.50/);
+    expect(checkDecision(v, { kind: 'start-on-instance', job: 'b2', gpu: 0, start: 0 }, queueLookup(v))).toMatch(/would hold 1\.57 GPUs/);
+    const fourSevenths = view(new Map([['bob', { weight: 1, quotaGpus: 1 + 4 / 7 }]]), queue);
+    expect(checkDecision(fourSevenths, { kind: 'start-on-instance', job: 'b2', gpu: 0, start: 0 }, queueLookup(fourSevenths))).toBeNull();
   });
 });
 

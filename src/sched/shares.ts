@@ -1,4 +1,4 @@
-import type { ClusterView, Decision, GpuView, JobSpec, RunningJobView, UserShare } from './types.js';
+import type { ClusterView, Decision, JobSpec, RunningJobView, UserShare } from './types.js';
 
 /**
  * Fair share and quotas, written once for both clocks: what each user holds of the pool now, what
@@ -6,9 +6,10 @@ import type { ClusterView, Decision, GpuView, JobSpec, RunningJobView, UserShare
  * jobs that makes each user's share of the pool tend to their weight under contention.
  *
  * A user's holding is counted in GPUs' worth of compute slices: a MIG instance counts its compute
- * slices over its GPU's (a 3g slice of a 7-slice A100 is 3/7), a whole GPU counts 1, split evenly
- * among the jobs sharing it (time-slicing or MPS), as the simulator splits a shared GPU's busy
- * slices among its jobs. Jobs with no `user` belong to the pool's default user (DEFAULT_USER).
+ * slices over its GPU's (a 3g slice of a 7-slice A100 is 3/7), a whole GPU counts 1 for each job
+ * on it, shared (time-slicing, MPS) or not: a job may use all of a shared GPU when its sharers
+ * idle or leave, so a split share would let a user pass their quota without any start. Jobs with
+ * no `user` belong to the pool's default user (DEFAULT_USER).
  * Pure: no clock, no I/O.
  */
 
@@ -50,9 +51,7 @@ export function heldBy(view: ClusterView, r: RunningJobView): number {
     const inst = g?.instances.find((i) => i.start === p.start);
     return g && inst ? inst.profile.computeSlices / g.model.computeSlices : 0;
   }
-  let sum = 0;
-  for (const id of p.gpus) sum += 1 / Math.max(1, view.gpus[id]?.wholeGpuJobs.length ?? 1);
-  return sum;
+  return p.gpus.length;
 }
 
 /** GPUs' worth each user holds now, by user (users holding nothing are left out). */
@@ -67,29 +66,15 @@ export function usageByUser(view: ClusterView): Map<string, number> {
 
 /**
  * GPUs' worth a start decision adds to its job's user, given the view before it: an instance's
- * share of its GPU; on whole GPUs, the new job's share of each (1 over the jobs it will share it
- * with), less what the user's own jobs already there give up to it. 0 for other decisions.
+ * share of its GPU; 1 per whole GPU (shared or not). 0 for other decisions.
  */
-export function startCost(view: ClusterView, d: Decision, user: string): number {
+export function startCost(view: ClusterView, d: Decision): number {
   if (d.kind === 'start-on-instance') {
     const g = view.gpus[d.gpu];
     const inst = g?.instances.find((i) => i.start === d.start);
     return g && inst ? inst.profile.computeSlices / g.model.computeSlices : 0;
   }
-  if (d.kind !== 'start-on-gpus') return 0;
-  let sum = 0;
-  for (const id of d.gpus) {
-    const g: GpuView | undefined = view.gpus[id];
-    const n = g?.wholeGpuJobs.length ?? 0;
-    sum += 1 / (n + 1);
-    if (n === 0 || !g) continue;
-    const own = g.wholeGpuJobs.filter((j) => {
-      const r = view.running.get(j);
-      return r !== undefined && userOf(r.spec) === user;
-    }).length;
-    sum -= own * (1 / n - 1 / (n + 1));
-  }
-  return sum;
+  return d.kind === 'start-on-gpus' ? d.gpus.length : 0;
 }
 
 /**
@@ -103,7 +88,7 @@ export function quotaProblem(view: ClusterView, d: Decision, job: JobSpec): stri
   if (quota === null) return null;
   let held = 0;
   for (const r of view.running.values()) if (userOf(r.spec) === user) held += heldBy(view, r);
-  const after = held + startCost(view, d, user);
+  const after = held + startCost(view, d);
   if (after <= quota + QUOTA_TOLERANCE) return null;
   return `user '${user || 'default'}' would hold ${gpusText(after)} GPUs, over their quota of ${gpusText(quota)} (they hold ${gpusText(held)})`;
 }

@@ -219,10 +219,10 @@ export function simulate(input: SimulationInput): SimulationResult {
     clock.now = t;
   };
 
-  // Per-user holdings (GPUs' worth), when the run has users (SimulationInput.users or jobs' `user`).
+  // Per-user holdings (GPUs' worth as src/sched/shares.ts counts them: a slice its part of its
+  // GPU, 1 per whole GPU), when the run has users (SimulationInput.users or jobs' `user`).
   const users = input.users !== undefined || jobs.some((j) => j.spec.user !== undefined) ? new UserAccounting(new Set(jobs.map((j) => userOf(j.spec)))) : null;
   const setSlices = (r: Running, slices: number): void => {
-    if (users && slices !== r.slices) users.change(userOf(r.job.spec), (slices - r.slices) / (r.gpus[0]?.model.computeSlices ?? 1));
     const p = r.job.spec.priority;
     busyByPriority[p] += slices - r.slices;
     r.slices = slices;
@@ -335,6 +335,7 @@ export function simulate(input: SimulationInput): SimulationResult {
     running.set(job.spec.id, r);
     busySlices += inst.profile.computeSlices;
     setSlices(r, inst.profile.computeSlices);
+    users?.change(userOf(job.spec), inst.profile.computeSlices / g.model.computeSlices);
     job.speed = 0;
     setSpeed(job, speeds.relative(job.spec.workload, g.model, 'mig', inst.profile.name));
   };
@@ -397,6 +398,7 @@ export function simulate(input: SimulationInput): SimulationResult {
     let slices = 0;
     for (const g of on) slices += g.model.computeSlices / g.wholeGpuJobs.length;
     setSlices(r, slices);
+    users?.change(userOf(job.spec), on.length);
     setSpeed(job, speedOf(r));
     for (const g of shared) reshare(g, job);
   };
@@ -413,6 +415,7 @@ export function simulate(input: SimulationInput): SimulationResult {
     job.running = null;
     running.delete(job.spec.id);
     setSlices(r, 0);
+    users?.change(userOf(job.spec), -(r.inst ? r.inst.profile.computeSlices / r.inst.g.model.computeSlices : r.gpus.length));
     if (r.inst) {
       const inst = r.inst;
       const g = inst.g;

@@ -76,6 +76,31 @@ describe('simulationReportHtml', () => {
     expect(svgs[3]).toContain('Queue length over time');
   });
 
+  it('has a per-user table only for runs with users: share against weight share, quota, slowdowns', () => {
+    expect(html).not.toContain('<h2>Per user</h2>');
+    const user = (name: string, weight: number, share: number, quotaGpus: number | null) => ({
+      user: name,
+      weight,
+      quotaGpus,
+      jobs: 10,
+      completed: 9,
+      contendedShare: share,
+      weightShare: weight / 3,
+      contendedSeconds: 3600,
+      contendedGpus: 8 * share,
+      peakGpus: 6,
+      avgSlowdown: 2.5,
+      p50Slowdown: 1.5,
+      p99Slowdown: 9,
+      avgJctSeconds: 4000,
+    });
+    const withUsers = simulationReportHtml({ trace: 't', fleet: 'f', results: [{ ...result('exclusive', 1), byUser: [user('alice', 2, 0.64, 6), user('b<b>', 1, 0.36, null)] }] });
+    expect(withUsers).toContain('<h2>Per user</h2>');
+    expect(withUsers).toContain('<td>exclusive</td><td>alice</td><td>2</td><td>6</td><td>9/10</td><td>64.0%</td><td>66.7%</td>');
+    expect(withUsers).toContain('<td>b&lt;b&gt;</td><td>1</td><td>-</td>');
+    expect(balanced(withUsers.slice(withUsers.indexOf('<h2>Per user</h2>'), withUsers.indexOf('<h2>Charts</h2>')))).toBe(true);
+  });
+
   it('keeps element ids unique across the charts', () => {
     const ids = [...html.matchAll(/\sid="([^"]+)"/g)].map((m) => m[1]);
     expect(new Set(ids).size).toBe(ids.length);

@@ -94,6 +94,19 @@ function judgingTable(results: readonly SimulationResult[]): string {
   return `<table>\n<thead>${head}</thead>\n<tbody>\n${body}\n</tbody>\n</table>\n${bounds}`;
 }
 
+/** Per user: share of the pool under contention against their weight's, and slowdowns (runs with users only). */
+function usersTable(results: readonly SimulationResult[]): string {
+  const rows = results.flatMap((r) =>
+    (r.byUser ?? []).map(
+      (u) =>
+        `<tr><td>${escapeHtml(r.policy)}</td><td>${escapeHtml(u.user)}</td><td>${u.weight}</td><td>${u.quotaGpus ?? '-'}</td><td>${u.completed}/${u.jobs}</td><td>${(u.contendedShare * 100).toFixed(1)}%</td><td>${(u.weightShare * 100).toFixed(1)}%</td><td>${u.contendedGpus.toFixed(2)}</td><td>${u.peakGpus.toFixed(2)}</td><td>${u.avgSlowdown.toFixed(2)}</td><td>${u.p50Slowdown.toFixed(2)}</td><td>${seconds(u.avgJctSeconds)}</td></tr>`,
+    ),
+  );
+  if (rows.length === 0) return '';
+  const head = '<tr><th>policy</th><th>user</th><th>weight</th><th>quota (GPUs)</th><th>completed</th><th>share</th><th>weight share</th><th>avg GPUs</th><th>peak GPUs</th><th>avg slowdown</th><th>p50 slowdown</th><th>avg JCT</th></tr>';
+  return `<h2>Per user</h2>\n<table>\n<thead>${head}</thead>\n<tbody>\n${rows.join('\n')}\n</tbody>\n</table>\n<p class="notes">Share: the user's part of the GPUs' worth held under contention (while every user had a job waiting); weight share: their weight over all weights. GPUs' worth: a MIG slice counts its compute slices over its GPU's, a shared GPU is split among its jobs.</p>`;
+}
+
 function timelineSvg(results: readonly SimulationResult[], title: string, yName: string, value: (s: SimulationResult['timeline'][number]) => number, yMax?: number): string {
   return renderSvg({
     title: { text: title, left: 'center', textStyle: { fontSize: 15 } },
@@ -181,6 +194,7 @@ ${metricsTable(results.map((r) => ({ label: r.policy, metrics: r.metrics })), 'p
 ${byPriority.length > 0 ? `<h2>Per priority</h2>\n${metricsTable(byPriority, 'policy (priority)')}` : ''}
 <h2>Slowdowns, big jobs, preemptions</h2>
 ${judgingTable(results)}
+${usersTable(results)}
 <h2>Charts</h2>
 <figure>${jctCdfSvg(results)}</figure>
 <figure>${slowdownCdfSvg(results)}</figure>

@@ -3,8 +3,10 @@ import type { UserShare } from '../sched/types.js';
 import { percentile } from './metrics.js';
 
 /**
- * How a run treated each user: their share of the pool while jobs waited, against their weight's
- * share, and their jobs' slowdowns. Holdings are GPUs' worth of compute slices (src/sched/shares.ts).
+ * How a run treated each user: their share of the pool under contention, against their weight's
+ * share, and their jobs' slowdowns. Holdings are GPUs' worth as quotas count them
+ * (src/sched/shares.ts): a MIG slice its compute slices over its GPU's, 1 per whole GPU for each
+ * job on it (shared or not).
  */
 export interface UserMetrics {
   readonly user: string;

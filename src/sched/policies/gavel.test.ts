@@ -101,3 +101,21 @@ describe('gavel', () => {
     }
   });
 });
+
+describe('weighted max-min fair shares', () => {
+  it('give a job of weight 2 twice the time of one of weight 1, on one GPU type and on several', async () => {
+    const jobs = [
+      { gpus: 1, speeds: [1, 1], weight: 2 },
+      { gpus: 1, speeds: [1, 1], weight: 1 },
+      { gpus: 1, speeds: [1, 1], weight: 1 },
+    ];
+    // One type of 2 GPUs: the level t with 2t + t + t = 2 is 1/2; shares 1, 1/2, 1/2.
+    expect(maxMinFairShares(jobs.map((j) => ({ ...j, speeds: [1] })), [2]).map((x) => x[0])).toEqual([1, 0.5, 0.5]);
+    // Unweighted: 2/3 each.
+    expect(maxMinFairShares(jobs.map(({ gpus }) => ({ gpus, speeds: [1] })), [2]).map((x) => x[0])).toEqual([2 / 3, 2 / 3, 2 / 3]);
+    // Two types of one GPU each (the LP): the weight-2 job gets twice the time of each other one.
+    const x = maxMinFairShares(jobs, [1, 1], await loadHighs()).map((s) => s.reduce((a, b) => a + b, 0));
+    expect(x[0]! / x[1]!).toBeCloseTo(2, 6);
+    expect(x[1]).toBeCloseTo(x[2]!, 6);
+  });
+});

@@ -4,7 +4,7 @@ import type { GpuModel } from '../../mig/types.js';
 import type { ClusterView, Decision, GpuView, JobSpec, Policy, PolicyContext } from '../types.js';
 import { fleetModels, migOffIdle, Picker, wholeGpusWith } from './common.js';
 import { maxMinFairShares } from './gavel-allocation.js';
-import { shareOf, sharesActive, userOf } from '../shares.js';
+import { shareOf, sharesActive, userOf, weightedDeficitOrder } from '../shares.js';
 
 /** Round length, seconds: Gavel's `time_per_iteration` default (scheduler/scheduler.py @ c4fa400, and its trace driver's `--time_per_iteration`). */
 export const GAVEL_ROUND_SECONDS = 360;
@@ -147,6 +147,14 @@ export function gavelPolicy(options: GavelOptions = {}): Policy {
 
     // Per type, jobs by priority: share over the fraction of the type's time received.
     const chosen = new Map<string, number>();
+    const fair = sharesActive(view);
+    /** GPUs each user holds in this round: those pinned, then those chosen. */
+    const roundHeld = new Map<string, number>();
+    if (fair) {
+      for (const r of view.running.values()) {
+        if (pinned.has(r.spec.id) || r.placement.kind !== 'gpus') roundHeld.set(userOf(r.spec), (roundHeld.get(userOf(r.spec)) ?? 0) + (r.placement.kind === 'gpus' ? r.placement.gpus.length : 0));
+      }
+    }
     for (let k = 0; k < models.length; k++) {
       const entries: { t: Tracked; priority: number; share: number }[] = [];
       for (const t of tracked.values()) {
@@ -156,11 +164,15 @@ export function gavelPolicy(options: GavelOptions = {}): Policy {
         entries.push({ t, share, priority: share <= 0 ? 0 : fraction > 0 ? share / fraction : share * 1e9 });
       }
       entries.sort((a, b) => b.priority - a.priority || b.share - a.share || a.t.seen - b.t.seen);
-      for (const e of entries) {
+      // Fair share among users (when the view has them): users take turns by weighted deficit over
+      // this round's GPUs (shares.ts), each user's jobs in Gavel's priority order.
+      const order = fair ? weightedDeficitOrder(entries, (e) => userOf(e.t.spec), (e) => e.t.spec.gpus, (u) => shareOf(view, u).weight, roundHeld) : entries;
+      for (const e of order) {
         if ((left[k] as number) === 0) break;
         if (e.t.spec.gpus > (left[k] as number)) continue;
         left[k] = (left[k] as number) - e.t.spec.gpus;
         chosen.set(e.t.spec.id, k);
+        if (fair) roundHeld.set(userOf(e.t.spec), (roundHeld.get(userOf(e.t.spec)) ?? 0) + e.t.spec.gpus);
       }
     }
 
