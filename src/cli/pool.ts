@@ -17,6 +17,7 @@ import type { Workload } from '../perf/types.js';
 import { openGpuPort, simulatorStatePath } from './device.js';
 import { SimulatedGpuPort } from '../gpu/simulated/driver.js';
 import { FileSimulatedGpuPort } from '../gpu/simulated/file-port.js';
+import type { MultiplexOptions } from '../control/multiplex.js';
 
 /** What `migpool serve` (and `migpool demo`) start with; defaults in brackets. */
 export interface PoolOptions {
@@ -43,6 +44,8 @@ export interface PoolOptions {
   /** Workloads besides the built-in ones (`migpool serve --workload FILE.yaml`). */
   readonly workloads?: readonly Workload[];
   readonly log?: (line: string) => void;
+  /** Largest slowdown of a foreground job beside background MPS clients before they back off [1.1]. */
+  readonly mpsSlowdownBound?: number;
 }
 
 /** A running pool: the service, its HTTP server, and how to stop both. */
@@ -128,7 +131,7 @@ export async function startPool(o: PoolOptions): Promise<RunningPool> {
   const jobEnv: Record<string, string> = o.simulate ? { MIGPOOL_FAKE_NVIDIA_SMI_STATE: simulatorStatePath({ stateDir: o.dataDir }, {}) } : {};
   const store = await openStore({ dataDir: o.dataDir, databaseUrl: o.database });
   const executor = openExecutor(o, gpu);
-  const service = new PoolServiceImpl({ store, executor, gpu, policy, dataDir: o.dataDir, jobEnv, tickMs: o.tickMs, hold: o.hold, ...(o.workloads ? { workloads: o.workloads } : {}), log: o.log });
+  const service = new PoolServiceImpl({ store, executor, gpu, policy, dataDir: o.dataDir, jobEnv, tickMs: o.tickMs, hold: o.hold, ...(o.workloads ? { workloads: o.workloads } : {}), log: o.log, multiplex: poolMultiplex(o) });
   let app: FastifyInstance | null = null;
   try {
     await service.start();
@@ -165,4 +168,12 @@ export async function startPool(o: PoolOptions): Promise<RunningPool> {
     await store.close().catch(() => undefined);
     throw e;
   }
+}
+
+/**
+ * MPS in the service: daemons run only for local jobs on real GPUs (simulated GPUs have no MPS;
+ * Slurm jobs run on other nodes, where Slurm's own MPS support applies).
+ */
+function poolMultiplex(o: PoolOptions): MultiplexOptions {
+  return { daemons: o.simulate === undefined && o.executor !== 'slurm', ...(o.mpsSlowdownBound !== undefined ? { slowdownBound: o.mpsSlowdownBound } : {}) };
 }

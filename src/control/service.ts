@@ -25,6 +25,9 @@ import { JournalFile } from './journal.js';
 import { launchRefusal } from './launch-check.js';
 import { MIN_RUN_BEFORE_PREEMPT_SECONDS, preemptRefusal, repartitionBackoffMs } from './preempt-rules.js';
 import { modelOfGpu, readCurrentState } from './state-reader.js';
+import { MpsDaemons } from '../exec/mps-daemons.js';
+import { Multiplexer, type MultiplexOptions } from './multiplex.js';
+import { mpsClients, mpsDevicesInUse, withLiveNeighbours } from './multiplex-hooks.js';
 
 /** How the service runs; defaults in brackets. */
 export interface ServiceOptions {
@@ -62,6 +65,8 @@ export interface ServiceOptions {
    * what a replay through the simulator's checker and the same policy must reproduce.
    */
   readonly onRound?: (round: RecordedRound) => void;
+  /** CUDA MPS sharing: daemons, the foreground's slowdown bound, how it is measured (see src/control/multiplex.ts). */
+  readonly multiplex?: MultiplexOptions;
 }
 
 /** One round of a live scheduling pass, as recorded for a replay. */
@@ -123,7 +128,7 @@ const EXPLAIN_EVERY_MS = 1000;
  * service re-reads the GPUs, re-adopts the attempts still running and settles the others.
  */
 export class PoolServiceImpl implements PoolService {
-  private readonly o: Required<Omit<ServiceOptions, 'workloads' | 'log' | 'jobEnv' | 'hold' | 'onRound'>> & Pick<ServiceOptions, 'workloads' | 'log' | 'jobEnv' | 'hold' | 'onRound'>;
+  private readonly o: Required<Omit<ServiceOptions, 'workloads' | 'log' | 'jobEnv' | 'hold' | 'onRound' | 'multiplex'>> & Pick<ServiceOptions, 'workloads' | 'log' | 'jobEnv' | 'hold' | 'onRound' | 'multiplex'>;
   private readonly ctx: PolicyContext;
   /** The performance model's speeds, shared with the policy's context (one table for both). */
   private readonly speeds = new SpeedTable();
@@ -168,6 +173,8 @@ export class PoolServiceImpl implements PoolService {
   private explainedAt = -Infinity;
   /** Jobs whose refused preemption was logged already (once per job and reason). */
   private readonly refusalsLogged = new Map<string, string>();
+  /** CUDA MPS: daemons, clients' environment, the foreground's slowdown and background back-offs. */
+  private readonly mux: Multiplexer;
   readonly startedAt: number;
 
   constructor(options: ServiceOptions) {
@@ -183,6 +190,7 @@ export class PoolServiceImpl implements PoolService {
     };
     this.ctx = createPolicyContext({ random: createRandom(this.o.seed), reconfigureSeconds: this.o.reconfigureSeconds, speeds: this.speeds });
     this.startedAt = this.o.now();
+    this.mux = new Multiplexer(new MpsDaemons({ dataDir: this.o.dataDir }), this.o.multiplex);
     this.o.executor.onExit((r) => {
       this.exitsSeen.set(r.jobId, r);
       // A failed settle (logged by locked) is retried by the next pass: schedule one either way.
@@ -220,6 +228,7 @@ export class PoolServiceImpl implements PoolService {
     if (this.timer) clearInterval(this.timer);
     await this.serial.catch(() => undefined);
     await this.o.executor.close();
+    await this.mux.stopAll();
   }
 
   /** Resolves once every pass queued so far has run (for tests and the demo). */
@@ -273,7 +282,7 @@ export class PoolServiceImpl implements PoolService {
   /** A record with what only the service knows: why it waits, how far it is. */
   private withStatus(rec: JobRecord): JobRecord {
     if (rec.state === 'queued') return { ...rec, pending: this.pending.get(rec.id) ?? null, progress: this.progress.get(rec.id) };
-    if (rec.state === 'running' || rec.state === 'starting') return { ...rec, pending: null, progress: this.progress.get(rec.id) };
+    if (rec.state === 'running' || rec.state === 'starting') return { ...rec, placement: withLiveNeighbours(rec, this.active.values()), pending: null, progress: this.progress.get(rec.id) };
     return rec;
   }
 
@@ -374,6 +383,7 @@ export class PoolServiceImpl implements PoolService {
       passMs: [...this.passMs],
       queueWaitSeconds: [...this.waits],
       timeline: [...this.timeline],
+      multiplex: this.mux.stats(),
     };
   }
 
@@ -443,6 +453,7 @@ export class PoolServiceImpl implements PoolService {
       if (acted === 0) break;
     }
     this.explainQueue();
+    await this.releaseMps();
     this.passMs.push(performance.now() - t0);
     if (this.passMs.length > RECENT) this.passMs.shift();
   }
@@ -633,6 +644,8 @@ export class PoolServiceImpl implements PoolService {
           g.current.instances.some((i) => occ.instances.has(`${g.index}|${i.start}`)) ||
           ((occ.whole.get(g.index) ?? []).length > 0 && (d.sharing === 'exclusive' || occ.sharing.get(g.index) !== d.sharing));
         if (gs.some((g) => held(g!))) return false;
+        // A background job stopped by MPS back-offs waits for a GPU without a foreground job.
+        if (d.sharing === 'mps' && !this.mux.mayJoin(rec.id, gs.flatMap((g) => (occ.whole.get(g!.index) ?? []).map((id) => this.active.get(id)?.spec.priority ?? 'foreground')))) return false;
         await this.launch(rec, { kind: 'gpus', gpus: gs.map((g) => g!.index), sharing: d.sharing, devices: gs.map((g) => g!.uuid) });
         return true;
       }
@@ -669,17 +682,21 @@ export class PoolServiceImpl implements PoolService {
     const attempt = rec.attempt + 1;
     const dir = this.attemptDir(rec.id, attempt);
     const checkpoint = this.checkpointDir(rec.id);
+    const neighbours = placement.kind === 'gpus' ? [...new Set(placement.gpus.flatMap((g) => this.occupants().whole.get(g) ?? []))] : [];
+    const mps = this.mux.infoFor(rec.id, rec.spec.priority, placement, neighbours);
+    if (mps) placement = { ...placement, mps } as JobPlacement;
     const starting = await this.update(rec, { state: 'starting', placement, attempt, startedAt: this.o.now(), endedAt: null, process: null, exitCode: null, reason: null });
     await this.event({ type: 'job-starting', jobId: rec.id, data: { attempt, placement } });
     try {
       mkdirSync(checkpoint, { recursive: true });
+      const mpsEnv = mps ? await this.mux.clientEnv(placement, mps) : {};
       const ref = await this.o.executor.launch({
         jobId: rec.id,
         attempt,
         command: rec.spec.command,
         workdir: rec.spec.workdir ?? dir,
         // MIGPOOL_DEVICE_PROFILE: what the attempt got (a MIG profile, or `whole`), for logs and tests.
-        env: { ...this.o.jobEnv, ...rec.spec.env, MIGPOOL_CHECKPOINT_DIR: checkpoint, MIGPOOL_DEVICE_PROFILE: placement.kind === 'instance' ? placement.profile : 'whole' },
+        env: { ...this.o.jobEnv, ...rec.spec.env, MIGPOOL_CHECKPOINT_DIR: checkpoint, MIGPOOL_DEVICE_PROFILE: placement.kind === 'instance' ? placement.profile : 'whole', ...mpsEnv },
         devices: placement.devices,
         maxRuntimeSeconds: rec.spec.maxRuntime ?? null,
         graceSeconds: rec.spec.killGracePeriod ?? DEFAULT_KILL_GRACE_SECONDS,
@@ -752,6 +769,7 @@ export class PoolServiceImpl implements PoolService {
         const found = await this.o.executor.adopt(rec.id, rec.attempt, rec.process);
         if (found === 'running') {
           this.o.log?.(`job ${rec.id}: re-adopted attempt ${rec.attempt} (pid ${rec.process.pid})`);
+          if (rec.placement?.kind === 'gpus' && rec.placement.sharing === 'mps') this.mux.adopt(rec.placement.devices);
           if (rec.cancelRequested) await this.o.executor.cancel(rec.id);
         } else await this.settle(found);
       } else if (rec.state === 'starting' || rec.state === 'running') {
@@ -916,7 +934,7 @@ export class PoolServiceImpl implements PoolService {
   }
 
   private sample(): void {
-    void this.readProgress();
+    void this.readProgress().then(() => this.multiplexTick());
     const occupants = this.occupants();
     let busy = 0;
     let all = 0;
@@ -936,6 +954,42 @@ export class PoolServiceImpl implements PoolService {
     }
     this.timeline.push({ t: now, utilization: all === 0 ? 0 : busy / all, throughputJobsPerHour: (this.finishedAt.length * 3_600_000) / span, queued, running });
     if (this.timeline.length > TIMELINE) this.timeline.shift();
+  }
+
+  /** MPS: measures foreground jobs beside background ones and backs the background off where they slow beyond the bound. */
+  private async multiplexTick(): Promise<void> {
+    if (this.stopped) return;
+    const byIndex = new Map(this.gpusFound.map((g) => [g.index, g]));
+    const over = this.mux.observe(this.o.now(), mpsClients(this.active.values(), (id) => this.progress.get(id), (id) => (this.active.get(id)?.spec.workload !== undefined ? (this.specs.get(id)?.workload ?? null) : null), (gpu) => byIndex.get(gpu)?.model ?? null));
+    for (const s of over) {
+      await this.locked(async () => {
+        for (const id of s.background) {
+          const rec = this.active.get(id);
+          if (!rec || rec.state !== 'running' || rec.cancelRequested || rec.reason === 'preempting') continue;
+          const data = { gpu: s.gpu, foreground: s.foreground, slowdown: s.slowdown, bound: this.mux.bound, aloneSamplesPerSecond: s.alone, aloneFrom: s.aloneFrom, sharedSamplesPerSecond: s.shared };
+          if (this.specs.get(id)?.preemptible !== true) {
+            await this.event({ type: 'mps-slowdown', jobId: id, data: { ...data, action: 'none: its spec does not say preemptible: true' } });
+            continue;
+          }
+          const next = this.mux.backOff(id);
+          const what = next === null ? 'stopped: it waits for a GPU without a foreground job' : `restarted with CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=${next}`;
+          this.o.log?.(`job ${id}: foreground job ${s.foreground} on GPU ${s.gpu} runs ${s.slowdown.toFixed(2)}x slower beside it (bound ${this.mux.bound}x); ${what}`);
+          await this.update(rec, { reason: 'preempting' });
+          await this.event({ type: 'mps-backoff', jobId: id, data: { ...data, activeThreadPercentage: next, stopped: next === null } });
+          await this.o.executor.cancel(id);
+        }
+      });
+    }
+  }
+
+  /** MPS: stops the daemons no running client needs any more. */
+  private async releaseMps(): Promise<void> {
+    try {
+      const stopped = await this.mux.release(mpsDevicesInUse(this.active.values()), new Set(this.active.keys()));
+      for (const key of stopped) this.o.log?.(`MPS control daemon for ${key} stopped: no client left`);
+    } catch (e) {
+      this.o.log?.(`stopping MPS daemons failed: ${e instanceof Error ? e.message : String(e)}`);
+    }
   }
 
   /** Checks what the schema cannot: the workload exists and the profile exists on some GPU here. */

@@ -10,7 +10,8 @@ export const DASHBOARD_SCRIPT = String.raw`
 (function () {
   'use strict';
   var EVENT_TYPES = ['job-submitted', 'job-starting', 'job-started', 'job-finished', 'job-requeued',
-    'job-cancel-requested', 'job-preempting', 'gpu-reconfiguring', 'gpu-reconfigured', 'gpu-reconfigure-failed', 'service-started'];
+    'job-cancel-requested', 'job-preempting', 'gpu-reconfiguring', 'gpu-reconfigured', 'gpu-reconfigure-failed', 'service-started',
+    'mps-backoff', 'mps-slowdown'];
   var FINAL = { succeeded: true, failed: true, cancelled: true };
   var LOG_LIMIT = 1 << 20;
 

@@ -10,6 +10,11 @@ import type { PoolService, ServiceStats } from '../control/service-port.js';
  * - `migpool_slices{profile,state}` (gauge): MIG instances per profile, `busy` or `idle`.
  * - `migpool_reconfigurations_total` (counter): GPU re-partitions applied since the service started.
  * - `migpool_reconfigurations_failed_total` (counter): GPU re-partitions that failed.
+ * - `migpool_mps_backoffs_total` (counter): background MPS clients backed off (restarted with fewer
+ *   threads, or stopped) because a foreground neighbour slowed beyond the bound.
+ * - `migpool_mps_daemons` (gauge): MPS control daemons the service runs now.
+ * - `migpool_mps_foreground_slowdown_ratio{job,gpu}` (gauge): a foreground job's samples/s alone
+ *   over its samples/s beside background jobs, as measured now.
  * - `migpool_queue_wait_seconds{quantile}` and `migpool_scheduling_pass_seconds{quantile}` (gauges):
  *   the 0.5, 0.9, 0.99 quantiles and the maximum (`quantile="1"`) of the service's recent window
  *   (its last 1000 started jobs, its last 1000 scheduling passes). They are gauges, not a
@@ -97,6 +102,38 @@ export function createMetrics(service: PoolService, options: MetricsOptions = {}
       const s = await stats();
       this.reset();
       this.inc(s.reconfigurationsFailed ?? 0);
+    },
+  });
+
+  new Counter({
+    name: 'migpool_mps_backoffs_total',
+    help: 'Background MPS clients backed off (restarted with fewer threads, or stopped) since the service started.',
+    registers: [registry],
+    async collect() {
+      const s = await stats();
+      this.reset();
+      this.inc(s.multiplex?.backoffs ?? 0);
+    },
+  });
+
+  new Gauge({
+    name: 'migpool_mps_daemons',
+    help: 'MPS control daemons the service runs now (one per GPU or MIG instance with MPS clients).',
+    registers: [registry],
+    async collect() {
+      this.set((await stats()).multiplex?.daemons ?? 0);
+    },
+  });
+
+  new Gauge({
+    name: 'migpool_mps_foreground_slowdown_ratio',
+    help: "A foreground job's samples/s alone over its samples/s beside background MPS clients, measured.",
+    labelNames: ['job', 'gpu'] as const,
+    registers: [registry],
+    async collect() {
+      const s = await stats();
+      this.reset();
+      for (const x of s.multiplex?.slowdowns ?? []) this.set({ job: x.job, gpu: String(x.gpu) }, x.slowdown);
     },
   });
 

@@ -21,6 +21,8 @@ const EVENT_TYPES = [
   'gpu-reconfigure-failed',
   'gpu-reconfigured',
   'service-started',
+  'mps-backoff',
+  'mps-slowdown',
 ] as const;
 
 function withoutDialect(schema: JsonSchema): JsonSchema {
@@ -87,6 +89,16 @@ const placementSchema: JsonSchema = {
         gpus: { type: 'array', items: { type: 'integer' } },
         sharing: { type: 'string', enum: ['exclusive', 'timeslice', 'mps'] },
         devices: { type: 'array', items: { type: 'string' } },
+        mps: {
+          type: 'object',
+          description: "Sharing 'mps': the job runs as a CUDA MPS client.",
+          required: ['clientPriority', 'activeThreadPercentage', 'neighbours'],
+          properties: {
+            clientPriority: { type: 'integer', enum: [0, 1], description: 'CUDA_MPS_CLIENT_PRIORITY: 0 normal (foreground), 1 below normal (background).' },
+            activeThreadPercentage: { type: ['integer', 'null'], description: 'CUDA_MPS_ACTIVE_THREAD_PERCENTAGE, or null for no limit.' },
+            neighbours: { type: 'array', items: { type: 'string' }, description: 'The other jobs on its GPU now.' },
+          },
+        },
       },
     },
   ],

@@ -30,6 +30,7 @@ interface ServeFlags {
   slurmMemPerSlice: string;
   sbatchArgs?: string;
   workload: string[];
+  mpsSlowdownBound: string;
 }
 
 /** `--workload FILE.yaml`, repeatable: collects the files in order. */
@@ -86,6 +87,7 @@ export function registerServe(program: Command, io: Io): void {
     .option('--sbatch-args <words>', "slurm executor: more sbatch arguments, e.g. '--partition gpu --account ml' (split as a shell would, never run by one)")
     .addHelpText('after', `\n${policyHelp()}`)
     .option('--workload <file.yaml>', "a workload measured with 'migpool bench --out', that jobs may name (repeatable)", collect, [])
+    .option('--mps-slowdown-bound <x>', 'MPS sharing: largest slowdown of a foreground job beside background jobs (its samples/s alone over beside them) before they back off (DeepPool: 1.1)', '1.1')
     .action(async (f: ServeFlags) => {
       const dataDir = f.dataDir ?? defaultDataDir();
       if (f.executor !== 'local' && f.executor !== 'slurm') throw badInput(`--executor '${f.executor}': use local or slurm`);
@@ -97,7 +99,9 @@ export function registerServe(program: Command, io: Io): void {
       if (!(Number.isInteger(memPerSliceMiB) && memPerSliceMiB >= 0)) throw badInput(`--slurm-mem-per-slice '${f.slurmMemPerSlice}': give whole MiB, 0 for no --mem`);
       const slurm = { pollMs, gresType: f.slurmGresType, cpusPerSlice, memPerSliceMiB, sbatchArgs: f.sbatchArgs === undefined ? [] : splitCommandLine(f.sbatchArgs, '--sbatch-args') };
       const workloads = serveWorkloads(f.workload);
-      const pool = await startPool({ dataDir, listen: f.listen, policy: f.policy, simulate: f.simulate, database: f.database, executor: f.executor, slurm, workloads, log: (l) => io.err(`migpool serve: ${l}`) });
+      const mpsSlowdownBound = Number(f.mpsSlowdownBound);
+      if (!(Number.isFinite(mpsSlowdownBound) && mpsSlowdownBound >= 1 && mpsSlowdownBound <= 100)) throw badInput(`--mps-slowdown-bound '${f.mpsSlowdownBound}': give a ratio from 1 to 100, e.g. 1.1 (the foreground within 10% of its speed alone)`);
+      const pool = await startPool({ dataDir, listen: f.listen, policy: f.policy, simulate: f.simulate, database: f.database, executor: f.executor, slurm, workloads, mpsSlowdownBound, log: (l) => io.err(`migpool serve: ${l}`) });
       io.err(`migpool serve: ${await describe(pool)}; policy ${f.policy}; ${f.executor === 'slurm' ? 'jobs go to Slurm (sbatch)' : 'jobs run here'}; state in ${f.database ? 'PostgreSQL' : join(dataDir, 'migpool.db')}`);
       io.err(`migpool serve: API and dashboard at ${pool.url}/ (token in ${join(dataDir, 'token')}); Ctrl-C stops the service, jobs keep running`);
       const sig = await untilSignal();
