@@ -22,7 +22,9 @@ import type { EventRecord, JobRecord, Store } from '../src/store/types.js';
 const WORKLOAD = fileURLToPath(new URL('./fixtures/mps/fake-mps-workload.mjs', import.meta.url));
 const node = process.execPath;
 const FAKE_CONTROL = `#!/bin/sh
-# Fake nvidia-cuda-mps-control: records each call beside itself; -d returns at once as the real daemon does.
+# Fake nvidia-cuda-mps-control: records each call beside itself; -d returns at once as the real daemon does
+# (or fails with $FAKE_MPS_FAIL on stderr).
+if [ "$1" = "-d" ] && [ -n "$FAKE_MPS_FAIL" ]; then echo "$FAKE_MPS_FAIL" >&2; exit 1; fi
 if [ "$1" = "-d" ]; then input=""; else input=$(cat | tr '\\n' ' '); fi
 printf '%s|%s|%s|%s|%s\\n' "$*" "$CUDA_VISIBLE_DEVICES" "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY" "$input" >> "$(dirname "$0")/calls.log"
 `;
@@ -85,6 +87,18 @@ async function start(gpus: number, policy = 'mps:2'): Promise<{ service: PoolSer
   const shared = join(dir, 'shared');
   mkdirSync(shared);
   const machine = SimulatedMachine.create(parseSimulateSpec(`${gpus}xA100-SXM4-40GB`), 1, `${gpus}xA100-SXM4-40GB`);
+  machines.set(dir, machine);
+  return { service: await openService(dir, machine, policy), dir, shared };
+}
+
+/** The service again on the same data dir and machine (a restart). */
+function reopen(dir: string, policy = 'mps:2'): Promise<PoolServiceImpl> {
+  return openService(dir, machines.get(dir)!, policy);
+}
+
+const machines = new Map<string, SimulatedMachine>();
+
+async function openService(dir: string, machine: SimulatedMachine, policy: string): Promise<PoolServiceImpl> {
   const store = await openSqliteStore(join(dir, 'migpool.db'));
   await store.init();
   const service = new PoolServiceImpl({
@@ -100,7 +114,7 @@ async function start(gpus: number, policy = 'mps:2'): Promise<{ service: PoolSer
   });
   await service.start();
   open.push({ service, store });
-  return { service, dir, shared };
+  return service;
 }
 
 async function until<T>(what: string, f: () => Promise<T | null | undefined | false>, timeoutMs = 20_000): Promise<T> {
@@ -168,6 +182,35 @@ describe('MPS multiplexing in the live service', () => {
     expect(() => process.kill(rec.process!.pid, 0)).not.toThrow();
     process.kill(-rec.process!.pid, 'SIGKILL');
     await store.close();
+  });
+
+  it('after a restart, starts the daemon again for a re-adopted MPS client and quits it when that client ends', { timeout: 30_000 }, async () => {
+    const first = await start(1);
+    const job = await first.service.submit({ name: 'long', command: [node, WORKLOAD, first.shared, '4000'], priority: 'foreground' });
+    await inState(first.service, job.id, ['running']);
+    const { store } = open.pop()!;
+    await first.service.stop();
+    await store.close();
+    const again = await reopen(first.dir);
+    expect((await again.getJob(job.id))?.state).toBe('running');
+    expect(calls().map((c) => c.args || c.stdin)).toEqual(['-d', 'quit', '-d']);
+    expect((await inState(again, job.id, ['succeeded', 'failed'])).state).toBe('succeeded');
+    await until('the quit', async () => calls().length === 4);
+    expect(calls().map((c) => c.args || c.stdin)).toEqual(['-d', 'quit', '-d', 'quit']);
+    expect(new Set(calls().map((c) => c.pipeDir)).size).toBe(1);
+  });
+
+  it('fails a job whose MPS daemon cannot start, saying why', { timeout: 30_000 }, async () => {
+    const { service, shared } = await start(1);
+    process.env['FAKE_MPS_FAIL'] = 'An instance of this daemon is already running';
+    try {
+      const job = await service.submit({ name: 'x', command: [node, WORKLOAD, shared, '96'] });
+      const done = await inState(service, job.id, ['failed', 'succeeded']);
+      expect(done.state).toBe('failed');
+      expect(done.reason).toBe('could not start: nvidia-cuda-mps-control -d failed: An instance of this daemon is already running');
+    } finally {
+      delete process.env['FAKE_MPS_FAIL'];
+    }
   });
 
   it('starts no daemon under a policy without MPS', { timeout: 30_000 }, async () => {

@@ -130,9 +130,22 @@ export class Multiplexer {
     };
   }
 
-  /** After a restart: a running MPS client's daemon was started by the earlier service process. */
-  adopt(devices: readonly string[]): void {
-    if (this.o.daemons !== false) this.daemons.adopt(devices);
+  /**
+   * After a restart, for an MPS client still running: its daemon is started again (the earlier
+   * service process told it to quit at shutdown; NVIDIA's `quit` lets running clients finish, so
+   * the client kept running). When that start fails, a daemon still runs there (it had clients
+   * left): it is taken as running, and stopped like the others when its clients are gone.
+   * Returns how it went, for the log.
+   */
+  async resume(devices: readonly string[]): Promise<'started' | 'adopted' | 'none'> {
+    if (this.o.daemons === false) return 'none';
+    try {
+      await this.daemons.ensure(devices);
+      return 'started';
+    } catch {
+      this.daemons.adopt(devices);
+      return 'adopted';
+    }
   }
 
   /** Whether a job may start as an MPS client beside `neighbours` (their priorities): a stopped background job never joins a foreground one. */

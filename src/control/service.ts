@@ -769,7 +769,10 @@ export class PoolServiceImpl implements PoolService {
         const found = await this.o.executor.adopt(rec.id, rec.attempt, rec.process);
         if (found === 'running') {
           this.o.log?.(`job ${rec.id}: re-adopted attempt ${rec.attempt} (pid ${rec.process.pid})`);
-          if (rec.placement?.kind === 'gpus' && rec.placement.sharing === 'mps') this.mux.adopt(rec.placement.devices);
+          if (rec.placement?.kind === 'gpus' && rec.placement.sharing === 'mps') {
+            const how = await this.mux.resume(rec.placement.devices);
+            this.o.log?.(`job ${rec.id}: MPS daemon for ${rec.placement.devices.join(',')} ${how}`);
+          }
           if (rec.cancelRequested) await this.o.executor.cancel(rec.id);
         } else await this.settle(found);
       } else if (rec.state === 'starting' || rec.state === 'running') {
