@@ -9,6 +9,7 @@ import { SimulatedGpuPort } from '../src/gpu/simulated/driver.js';
 import { SimulatedMachine } from '../src/gpu/simulated/machine.js';
 import { parseSimulateSpec } from '../src/gpu/simulated/spec.js';
 import { parsePolicy } from '../src/sched/registry.js';
+import { createMetrics } from '../src/server/metrics.js';
 import { openSqliteStore } from '../src/store/sqlite.js';
 import type { EventRecord, JobRecord, Store } from '../src/store/types.js';
 
@@ -258,6 +259,10 @@ describe('MPS multiplexing in the live service', () => {
     expect(stats.multiplex?.daemons).toBe(1);
     const now = stats.multiplex?.slowdowns.find((s) => s.job === fg.id);
     expect(now?.slowdown).toBeLessThan(1.1);
+    const metrics = await createMetrics(service, { processMetrics: false }).scrape();
+    expect(metrics).toContain('migpool_mps_backoffs_total 2');
+    expect(metrics).toContain('migpool_mps_daemons 1');
+    expect(metrics).toMatch(new RegExp(`migpool_mps_foreground_slowdown_ratio\\{job="${fg.id}",gpu="0"\\} [0-9.]+\n`));
     // One daemon all along: the background job's restarts reuse it.
     expect(calls().filter((c) => c.args === '-d')).toHaveLength(1);
   });
