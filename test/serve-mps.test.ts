@@ -12,6 +12,7 @@ import { parsePolicy } from '../src/sched/registry.js';
 import { createMetrics } from '../src/server/metrics.js';
 import { openSqliteStore } from '../src/store/sqlite.js';
 import type { EventRecord, JobRecord, Store } from '../src/store/types.js';
+import { cli } from './run-cli.js';
 
 /**
  * CUDA MPS in the live service, end to end with fakes: a fake `nvidia-cuda-mps-control` first on
@@ -306,5 +307,13 @@ describe('MPS multiplexing in the live service', () => {
     await until('every daemon quit', async () => ((await service.stats()).multiplex?.daemons === 0 && calls().some((c) => c.stdin === 'quit') ? true : null));
     const all = calls();
     expect(all.map((c) => c.args || c.stdin)).toEqual(['-d', 'quit']);
+  });
+});
+
+describe('migpool serve --mps-slowdown-bound', () => {
+  it('refuses a bound below 1 with the flag named and the fix (exit 2)', async () => {
+    const r = await cli('serve', '--mps-slowdown-bound', '0.9', '--data-dir', join(tmpdir(), 'migpool-mps-never-created'));
+    expect(r.code).toBe(2);
+    expect(r.err.trim()).toBe("migpool: --mps-slowdown-bound '0.9': give a ratio from 1 to 100, e.g. 1.1 (the foreground within 10% of its speed alone)");
   });
 });
