@@ -21,7 +21,7 @@ export async function startMpsDaemon(pipeDir: string, env: NodeJS.ProcessEnv = p
   await new Promise<void>((resolve, reject) => {
     execFile('nvidia-cuda-mps-control', ['-d'], { env: childEnv, timeout: 15_000 }, (error, _out, stderr) => {
       if (error && (error as NodeJS.ErrnoException).code === 'ENOENT') {
-        reject(new MigpoolError('DEVICE', 'nvidia-cuda-mps-control not found on PATH: MPS sharing needs the CUDA MPS server (part of the NVIDIA driver); install it or choose a policy without MPS'));
+        reject(new MigpoolError('DEVICE', 'nvidia-cuda-mps-control not found on PATH: MPS needs the CUDA MPS control daemon (part of the NVIDIA driver); install it, or do without MPS (bench: drop the NxMPS configs; serve: a policy other than mps:N)'));
       } else if (error) {
         reject(new MigpoolError('DEVICE', `nvidia-cuda-mps-control -d failed: ${stderr.trim() || error.message}`));
       } else {
