@@ -52,6 +52,13 @@ describe('MpsDaemons', () => {
     expect(daemons.running()).toEqual([]);
   });
 
+  it('says what to do when nvidia-cuda-mps-control is not on PATH', async () => {
+    const { daemons, dir } = setup();
+    const bare = new MpsDaemons({ dataDir: join(dir, 'data'), env: () => ({ PATH: join(dir, 'nowhere') }) });
+    await expect(bare.ensure(['GPU-a'])).rejects.toThrow(/^nvidia-cuda-mps-control not found on PATH: .*install it, or do without MPS/);
+    expect(daemons.running()).toEqual([]);
+  });
+
   it('takes an adopted daemon as running and stops it with quit', async () => {
     const { daemons, calls } = setup();
     const d = daemons.adopt(['GPU-a']);
