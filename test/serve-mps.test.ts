@@ -13,6 +13,7 @@ import { createMetrics } from '../src/server/metrics.js';
 import { openSqliteStore } from '../src/store/sqlite.js';
 import type { EventRecord, JobRecord, Store } from '../src/store/types.js';
 import { cli } from './run-cli.js';
+import { placementText } from '../src/cli/commands/client.js';
 
 /**
  * CUDA MPS in the live service, end to end with fakes: a fake `nvidia-cuda-mps-control` first on
@@ -315,5 +316,13 @@ describe('migpool serve --mps-slowdown-bound', () => {
     const r = await cli('serve', '--mps-slowdown-bound', '0.9', '--data-dir', join(tmpdir(), 'migpool-mps-never-created'));
     expect(r.code).toBe(2);
     expect(r.err.trim()).toBe("migpool: --mps-slowdown-bound '0.9': give a ratio from 1 to 100, e.g. 1.1 (the foreground within 10% of its speed alone)");
+  });
+});
+
+describe('migpool jobs', () => {
+  it('shows an MPS client with its priority, thread limit and neighbours', () => {
+    const p = { kind: 'gpus', gpus: [2], sharing: 'mps', devices: ['GPU-x'] } as const;
+    expect(placementText({ ...p, mps: { clientPriority: 1, activeThreadPercentage: 50, neighbours: ['7'] } })).toBe('gpu 2 (mps low 50% with 7)');
+    expect(placementText({ ...p, mps: { clientPriority: 0, activeThreadPercentage: null, neighbours: [] } })).toBe('gpu 2 (mps)');
   });
 });

@@ -107,7 +107,9 @@ export const DASHBOARD_SCRIPT = String.raw`
   function placement(p) {
     if (!p) return '';
     if (p.kind === 'instance') return 'GPU ' + p.gpu + ' · ' + p.profile + ' @' + p.start;
-    return 'GPU ' + p.gpus.join(',') + (p.sharing !== 'exclusive' ? ' (' + p.sharing + ')' : '');
+    var mps = p.mps ? (p.mps.clientPriority === 1 ? ' low' : '') + (p.mps.activeThreadPercentage != null ? ' ' + p.mps.activeThreadPercentage + '%' : '') +
+      (p.mps.neighbours.length > 0 ? ' with ' + p.mps.neighbours.join(',') : '') : '';
+    return 'GPU ' + p.gpus.join(',') + (p.sharing !== 'exclusive' ? ' (' + p.sharing + mps + ')' : '');
   }
   function runtime(job) {
     if (job.startedAt == null) return '';
