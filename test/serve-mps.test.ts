@@ -111,9 +111,8 @@ async function openService(dir: string, machine: SimulatedMachine, policy: strin
     policy: parsePolicy(policy),
     dataDir: join(dir, 'data'),
     tickMs: 100,
-    // Short windows for the test (the settling time covers a node process's start on a busy
-    // machine); the defaults (20 s, 10 s) are for real training jobs.
-    multiplex: { windowMs: 1000, settleMs: 1500 },
+    // Short windows for the test; the defaults (20 s, 10 s) are for real training jobs.
+    multiplex: { windowMs: 1000, settleMs: 500 },
   });
   await service.start();
   open.push({ service, store });
@@ -143,11 +142,11 @@ function envOf(shared: string, job: string, attempt: number): Record<string, str
 
 const backoffs = async (service: PoolServiceImpl): Promise<EventRecord[]> => (await service.events(0, 10_000)).filter((e) => e.type === 'mps-backoff');
 
-/** A foreground job alone long enough for its speed alone to be measured (settle 1.5 s + window 1 s, with room). */
+/** A foreground job alone long enough for its speed alone to be measured (settle 0.5 s + window 1 s, with room). */
 async function foregroundAlone(service: PoolServiceImpl, shared: string, extra: Record<string, unknown> = {}): Promise<JobRecord> {
   const fg = await service.submit({ name: 'fg', command: [node, WORKLOAD, shared], priority: 'foreground', ...extra });
   await until('its first progress report', async () => ((await service.getJob(fg.id))?.progress?.samples ?? 0) > 0);
-  await sleep(2800);
+  await sleep(2000);
   return fg;
 }
 

@@ -39,7 +39,7 @@ export function mpsClients(
     if (!p || r.state !== 'running') continue;
     const progress = progressOf(r.id);
     const gpu = p.gpus[0] ?? -1;
-    out.push({ id: r.id, attempt: r.attempt, priority: r.spec.priority, gpu, devices: p.devices, progress: progress ? { samples: progress.samples, updatedAt: progress.updatedAt } : null, workload: workloadOf(r.id), model: modelOf(gpu) });
+    out.push({ id: r.id, attempt: r.attempt, startedAt: r.startedAt ?? 0, priority: r.spec.priority, gpu, devices: p.devices, progress: progress ? { samples: progress.samples, updatedAt: progress.updatedAt } : null, workload: workloadOf(r.id), model: modelOf(gpu) });
   }
   return out;
 }

@@ -10,8 +10,9 @@ function device(clients: ClientView[]): DeviceView {
   return { key: 'GPU-a', gpu: 0, clients };
 }
 
-const fg = (progress: ClientView['progress'], modelAloneRate: number | null = null): ClientView => ({ id: 'f', attempt: 1, priority: 'foreground', progress, modelAloneRate });
-const bg = (id = 'b', attempt = 1): ClientView => ({ id, attempt, priority: 'background', progress: null, modelAloneRate: null });
+const fg = (progress: ClientView['progress'], modelAloneRate: number | null = null): ClientView => ({ id: 'f', attempt: 1, startedAt: 0, priority: 'foreground', progress, modelAloneRate });
+/** A background neighbour that has reported since it started (at 0 ms). */
+const bg = (id = 'b', attempt = 1): ClientView => ({ id, attempt, startedAt: 0, priority: 'background', progress: { samples: 1, updatedAt: 0 }, modelAloneRate: null });
 
 describe('SlowdownMonitor', () => {
   it('measures the foreground alone, then beside a background job, and reports a slowdown beyond the bound once', () => {
@@ -64,6 +65,28 @@ describe('SlowdownMonitor', () => {
     expect(over).toEqual([]);
   });
 
+  it('counts a neighbour from its first report: nothing is measured while it starts, and its start-up is not in the measure', () => {
+    const m = new SlowdownMonitor({ bound: 1.1, windowMs: 500, settleMs: 200 });
+    let t = 0;
+    for (; t <= 2000; t += 100) m.observe(t, [device([fg(at(0, 0, 1000, t))])]);
+    const joined = t;
+    let samples = at(0, 0, 1000, joined).samples;
+    const over = [];
+    const measured = [];
+    for (; t <= joined + 4000; t += 100) {
+      const reported = t - joined >= 2000;
+      // Half speed while the neighbour starts (2 s, no report yet), then 0.95x: within the bound.
+      samples += reported ? 95 : 50;
+      const neighbour: ClientView = { id: 'b', attempt: 2, startedAt: joined, priority: 'background', progress: reported ? { samples: 10, updatedAt: t } : { samples: 900, updatedAt: joined - 500 }, modelAloneRate: null };
+      const r = m.observe(t, [device([fg({ samples, updatedAt: t }), neighbour])]);
+      over.push(...r.over);
+      measured.push(...r.measured);
+      if (!reported) expect(r.measured).toEqual([]);
+    }
+    expect(over).toEqual([]);
+    expect(measured.length).toBeGreaterThan(5);
+  });
+
   it('measures afresh when the neighbours change or one restarts, and may report again', () => {
     const m = new SlowdownMonitor(opts);
     let t = 0;
@@ -90,7 +113,7 @@ describe('SlowdownMonitor', () => {
   it('never judges a foreground job beside foreground jobs only', () => {
     const m = new SlowdownMonitor(opts);
     for (let t = 0; t <= 3000; t += 100) {
-      const other: ClientView = { id: 'g', attempt: 1, priority: 'foreground', progress: at(0, 0, 100, t), modelAloneRate: 1e6 };
+      const other: ClientView = { id: 'g', attempt: 1, startedAt: 0, priority: 'foreground', progress: at(0, 0, 100, t), modelAloneRate: 1e6 };
       expect(m.observe(t, [device([fg(at(0, 0, 100, t), 1e6), other])]).over).toEqual([]);
     }
   });

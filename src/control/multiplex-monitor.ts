@@ -2,7 +2,10 @@
  * The foreground's speed under MPS multiplexing, measured: for every foreground job on an MPS
  * device, its samples/s alone (no neighbour on the device) and beside its current neighbours,
  * each from its own progress reports (samples over time since the neighbours last changed, after
- * a settling time), and the slowdown between the two. Pure: time and progress are passed in.
+ * a settling time), and the slowdown between the two. A neighbour counts from its attempt's
+ * first progress report (before that it is still starting: imports, data, CUDA context, for a
+ * time no one can bound), and nothing is measured while one is starting. Pure: time and progress
+ * are passed in.
  */
 
 /** How a foreground job's speed is judged. */
@@ -20,6 +23,8 @@ export interface ClientView {
   readonly id: string;
   /** Its attempt: a restarted neighbour starts a new phase, measured afresh. */
   readonly attempt: number;
+  /** When its attempt started (ms): reports older than that are an earlier attempt's. */
+  readonly startedAt: number;
   readonly priority: 'foreground' | 'background';
   /** Its last progress report: cumulative samples, and when it was read (ms); null before any. */
   readonly progress: { readonly samples: number; readonly updatedAt: number } | null;
@@ -91,9 +96,11 @@ export class SlowdownMonitor {
         seen.add(c.id);
         const others = d.clients.filter((x) => x.id !== c.id);
         const neighbours = others.map((x) => x.id).sort();
-        const t = this.track(c.id, `${d.key}|${others.map((x) => `${x.id}#${x.attempt}`).sort().join(',')}`, now);
+        const started = others.filter((x) => x.progress !== null && x.progress.updatedAt >= x.startedAt);
+        const starting = started.length < others.length;
+        const t = this.track(c.id, `${d.key}|${started.map((x) => `${x.id}#${x.attempt}`).sort().join(',')}${starting ? '|starting' : ''}`, now);
         const rate = this.record(t, c.progress);
-        if (rate === null) continue;
+        if (rate === null || starting) continue;
         if (neighbours.length === 0) {
           t.alone = rate;
           continue;

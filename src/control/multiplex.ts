@@ -17,7 +17,7 @@ export const DEFAULT_SLOWDOWN_BOUND = 1.1;
  * GPU), and several service ticks (2 s). A policy figure, not a measured one.
  */
 export const DEFAULT_WINDOW_MS = 20_000;
-/** Reports of the first seconds after the neighbours change are skipped: the joining job's start-up (imports, CUDA context, first iterations). */
+/** Reports of the first seconds after a neighbour's first progress report are skipped: its first iterations (warm-up, cuDNN autotuning, caches). */
 export const DEFAULT_SETTLE_MS = 10_000;
 /**
  * Smallest active thread percentage a background client is backed off to; below it the job stops
@@ -53,6 +53,8 @@ export interface MultiplexOptions {
 export interface MpsClient {
   readonly id: string;
   readonly attempt: number;
+  /** When its attempt started (ms). */
+  readonly startedAt: number;
   readonly priority: 'foreground' | 'background';
   readonly gpu: number;
   readonly devices: readonly string[];
@@ -160,7 +162,7 @@ export class Multiplexer {
       const key = keyOf(c.devices);
       let d = byDevice.get(key);
       if (!d) byDevice.set(key, (d = { key, gpu: c.gpu, clients: [] }));
-      d.clients.push({ id: c.id, attempt: c.attempt, priority: c.priority, progress: c.progress, modelAloneRate: c.priority === 'foreground' ? modelAloneRate(c) : null });
+      d.clients.push({ id: c.id, attempt: c.attempt, startedAt: c.startedAt, priority: c.priority, progress: c.progress, modelAloneRate: c.priority === 'foreground' ? modelAloneRate(c) : null });
     }
     const { measured, over } = this.monitor.observe(now, [...byDevice.values()]);
     this.slowdowns = measured;
