@@ -268,6 +268,23 @@ describe('MPS multiplexing in the live service', () => {
     expect(calls().filter((c) => c.args === '-d')).toHaveLength(1);
   });
 
+  it('never restarts a background job that may not be moved: the slowdown is reported once per neighbour set', { timeout: 60_000 }, async () => {
+    const { service, shared } = await start(1);
+    const fg = await foregroundAlone(service, shared);
+    const bg = await service.submit({ ...background(shared, { FAKE_MPS_IMPACT: '0.5' }), preemptible: false });
+    await inState(service, bg.id, ['running']);
+    const reported = await until('the slowdown event', async () => {
+      const es = (await service.events(0, 10_000)).filter((e) => e.type === 'mps-slowdown');
+      return es.length > 0 ? es : null;
+    });
+    await sleep(2000);
+    expect((await service.events(0, 10_000)).filter((e) => e.type === 'mps-slowdown')).toHaveLength(1);
+    expect(reported[0]).toMatchObject({ jobId: bg.id, data: { foreground: fg.id, action: 'none: its spec does not say preemptible: true' } });
+    expect(reported[0]!.data['slowdown'] as number).toBeGreaterThan(1.1);
+    expect(await backoffs(service)).toEqual([]);
+    expect(await service.getJob(bg.id)).toMatchObject({ state: 'running', attempt: 1 });
+  });
+
   it('leaves a background job alone when the foreground keeps within the bound beside it', { timeout: 60_000 }, async () => {
     const { service, shared } = await start(1);
     const fg = await foregroundAlone(service, shared);

@@ -27,7 +27,7 @@ import { MIN_RUN_BEFORE_PREEMPT_SECONDS, preemptRefusal, repartitionBackoffMs } 
 import { modelOfGpu, readCurrentState } from './state-reader.js';
 import { MpsDaemons } from '../exec/mps-daemons.js';
 import { Multiplexer, type MultiplexOptions } from './multiplex.js';
-import { mpsClients, mpsDevicesInUse, withLiveNeighbours } from './multiplex-hooks.js';
+import { backOffNeighbours, mpsClients, mpsDevicesInUse, withLiveNeighbours } from './multiplex-hooks.js';
 
 /** How the service runs; defaults in brackets. */
 export interface ServiceOptions {
@@ -965,23 +965,17 @@ export class PoolServiceImpl implements PoolService {
     const byIndex = new Map(this.gpusFound.map((g) => [g.index, g]));
     const over = this.mux.observe(this.o.now(), mpsClients(this.active.values(), (id) => this.progress.get(id), (id) => (this.active.get(id)?.spec.workload !== undefined ? (this.specs.get(id)?.workload ?? null) : null), (gpu) => byIndex.get(gpu)?.model ?? null));
     for (const s of over) {
-      await this.locked(async () => {
-        for (const id of s.background) {
-          const rec = this.active.get(id);
-          if (!rec || rec.state !== 'running' || rec.cancelRequested || rec.reason === 'preempting') continue;
-          const data = { gpu: s.gpu, foreground: s.foreground, slowdown: s.slowdown, bound: this.mux.bound, aloneSamplesPerSecond: s.alone, aloneFrom: s.aloneFrom, sharedSamplesPerSecond: s.shared };
-          if (this.specs.get(id)?.preemptible !== true) {
-            await this.event({ type: 'mps-slowdown', jobId: id, data: { ...data, action: 'none: its spec does not say preemptible: true' } });
-            continue;
-          }
-          const next = this.mux.backOff(id);
-          const what = next === null ? 'stopped: it waits for a GPU without a foreground job' : `restarted with CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=${next}`;
-          this.o.log?.(`job ${id}: foreground job ${s.foreground} on GPU ${s.gpu} runs ${s.slowdown.toFixed(2)}x slower beside it (bound ${this.mux.bound}x); ${what}`);
-          await this.update(rec, { reason: 'preempting' });
-          await this.event({ type: 'mps-backoff', jobId: id, data: { ...data, activeThreadPercentage: next, stopped: next === null } });
-          await this.o.executor.cancel(id);
-        }
-      });
+      await this.locked(() =>
+        backOffNeighbours(s, {
+          mux: this.mux,
+          running: (id) => this.active.get(id),
+          preemptible: (id) => this.specs.get(id)?.preemptible === true,
+          markPreempting: async (rec) => void (await this.update(rec, { reason: 'preempting' })),
+          event: (e) => this.event(e),
+          cancel: (id) => this.o.executor.cancel(id),
+          ...(this.o.log ? { log: this.o.log } : {}),
+        }),
+      );
     }
   }
 
