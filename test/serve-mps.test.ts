@@ -9,6 +9,7 @@ import { SimulatedGpuPort } from '../src/gpu/simulated/driver.js';
 import { SimulatedMachine } from '../src/gpu/simulated/machine.js';
 import { parseSimulateSpec } from '../src/gpu/simulated/spec.js';
 import { parsePolicy } from '../src/sched/registry.js';
+import { buildServer } from '../src/server/app.js';
 import { createMetrics } from '../src/server/metrics.js';
 import { openSqliteStore } from '../src/store/sqlite.js';
 import type { EventRecord, JobRecord, Store } from '../src/store/types.js';
@@ -264,6 +265,17 @@ describe('MPS multiplexing in the live service', () => {
     expect(metrics).toContain('migpool_mps_backoffs_total 2');
     expect(metrics).toContain('migpool_mps_daemons 1');
     expect(metrics).toMatch(new RegExp(`migpool_mps_foreground_slowdown_ratio\\{job="${fg.id}",gpu="0"\\} [0-9.]+\n`));
+    // The API shows the same: the placement with its neighbour, the stats.
+    const api = await buildServer({ service, token: 't', processMetrics: false });
+    try {
+      const headers = { authorization: 'Bearer t' };
+      const job = (await api.inject({ method: 'GET', url: `/v1/jobs/${bg.id}`, headers })).json<JobRecord>();
+      expect(job.placement).toMatchObject({ sharing: 'mps', mps: { clientPriority: 1, activeThreadPercentage: 25, neighbours: [fg.id] } });
+      const s = (await api.inject({ method: 'GET', url: '/v1/stats', headers })).json<{ multiplex: unknown }>();
+      expect(s.multiplex).toMatchObject({ backoffs: 2, daemons: 1, slowdowns: [{ job: fg.id, gpu: 0 }] });
+    } finally {
+      await api.close();
+    }
     // One daemon all along: the background job's restarts reuse it.
     expect(calls().filter((c) => c.args === '-d')).toHaveLength(1);
   });

@@ -252,6 +252,20 @@ export const statsSchema: JsonSchema = {
     reconfigurationsFailed: { type: 'integer', description: 're-partitions that failed since the service started' },
     passMs: { type: 'array', items: { type: 'number' }, description: 'recent scheduling passes, ms each, newest last' },
     queueWaitSeconds: { type: 'array', items: { type: 'number' }, description: 'recent queue waits of started jobs, newest last' },
+    multiplex: {
+      type: 'object',
+      description: 'CUDA MPS multiplexing',
+      required: ['backoffs', 'daemons', 'slowdowns'],
+      properties: {
+        backoffs: { type: 'integer', description: 'background MPS clients backed off since the service started' },
+        daemons: { type: 'integer', description: 'MPS control daemons running now' },
+        slowdowns: {
+          type: 'array',
+          description: "foreground jobs' measured samples/s alone over beside background MPS clients",
+          items: { type: 'object', required: ['job', 'gpu', 'slowdown'], properties: { job: { type: 'string' }, gpu: { type: 'integer' }, slowdown: { type: 'number' } } },
+        },
+      },
+    },
     timeline: {
       type: 'array',
       items: {
