@@ -79,16 +79,17 @@ export interface MultiplexStats {
  * have MPS clients), gives each client its environment, measures the foreground jobs' speed
  * beside background ones and says which background jobs must back off.
  *
- * Back-off is a restart: a client's active thread percentage is read when it creates its CUDA
- * context and cannot be changed while it runs (NVIDIA's MPS documentation: the environment
- * variable applies at context creation; NVIDIA's answer on the developer forum, "Can I
- * dynamically change CUDA_MPS_ACTIVE_THREAD_PERCENTAGE to a running MPS process?": "You cannot
- * edit the percentage assigned to a process today"). So a background job whose foreground
+ * Back-off is a restart: a client's active thread percentage comes from its environment
+ * (NVIDIA's MPS documentation, CUDA_MPS_ACTIVE_THREAD_PERCENTAGE) and cannot be changed while it
+ * runs (NVIDIA's answer on the developer forum, "Can I dynamically change
+ * CUDA_MPS_ACTIVE_THREAD_PERCENTAGE to a running MPS process?": "You cannot edit the percentage
+ * assigned to a process today"). So a background job whose foreground
  * neighbour slows beyond the bound is preempted (checkpointed, requeued) and, when the policy
  * places it again, runs with half the threads it had (100, 50, 25, 12); below
  * MIN_ACTIVE_THREAD_PERCENTAGE it is stopped instead: it may then not join a GPU that runs a
  * foreground job (it waits for one without). Only jobs whose spec says `preemptible: true` are
- * restarted; others are left running and the slowdown is reported.
+ * restarted; others are left running and the slowdown is reported. The back-offs are kept in
+ * memory: a restarted service starts every job at full threads again.
  */
 export class Multiplexer {
   private readonly monitor: SlowdownMonitor;
