@@ -327,6 +327,7 @@ describe('MPS multiplexing in the live service', () => {
     await sleep(1000);
     expect((await service.getJob(bg.id))?.state).toBe('queued');
     expect(waiting.attempt).toBe(4);
+    expect((await service.getJob(bg.id))?.pending).toBe("under MPS it slowed a foreground job beyond 1.1x even at 12% of the GPU's threads: waits for a GPU without a foreground job");
     await service.cancel(fg.id);
     const alone = await inState(service, bg.id, ['running']);
     expect(alone.attempt).toBe(5);

@@ -156,6 +156,12 @@ export class Multiplexer {
     return !this.held.has(jobId) || !neighbours.includes('foreground');
   }
 
+  /** Why a queued job waits when MPS back-offs stopped it from sharing with foreground jobs; null otherwise. */
+  heldReason(jobId: string): string | null {
+    if (!this.held.has(jobId)) return null;
+    return `under MPS it slowed a foreground job beyond ${this.bound}x even at ${this.caps.get(jobId) ?? 100}% of the GPU's threads: waits for a GPU without a foreground job`;
+  }
+
   /** Measures the foreground clients; returns the slowdowns beyond the bound (each once per set of neighbours). */
   observe(now: number, clients: readonly MpsClient[]): Slowdown[] {
     const byDevice = new Map<string, DeviceView & { clients: DeviceView['clients'][number][] }>();

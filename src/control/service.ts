@@ -281,7 +281,7 @@ export class PoolServiceImpl implements PoolService {
 
   /** A record with what only the service knows: why it waits, how far it is. */
   private withStatus(rec: JobRecord): JobRecord {
-    if (rec.state === 'queued') return { ...rec, pending: this.pending.get(rec.id) ?? null, progress: this.progress.get(rec.id) };
+    if (rec.state === 'queued') return { ...rec, pending: this.mux.heldReason(rec.id) ?? this.pending.get(rec.id) ?? null, progress: this.progress.get(rec.id) };
     if (rec.state === 'running' || rec.state === 'starting') return { ...rec, placement: withLiveNeighbours(rec, this.active.values()), pending: null, progress: this.progress.get(rec.id) };
     return rec;
   }
