@@ -20,6 +20,7 @@ import type { Workload } from '../perf/types.js';
 import { openGpuPort, simulatorStatePath } from './device.js';
 import { SimulatedGpuPort } from '../gpu/simulated/driver.js';
 import { FileSimulatedGpuPort } from '../gpu/simulated/file-port.js';
+import type { MultiplexOptions } from '../control/multiplex.js';
 
 /** What `migpool serve` (and `migpool demo`) start with; defaults in brackets. */
 export interface PoolOptions {
@@ -48,6 +49,8 @@ export interface PoolOptions {
   /** Keep dcgm-exporter's HPC job mapping files (its --hpc-job-mapping-dir) in this directory [none]. */
   readonly dcgmJobMappingDir?: string;
   readonly log?: (line: string) => void;
+  /** Largest slowdown of a foreground job beside background MPS clients before they back off [1.1]. */
+  readonly mpsSlowdownBound?: number;
 }
 
 /** A running pool: the service, its HTTP server, and how to stop both. */
@@ -135,7 +138,7 @@ export async function startPool(o: PoolOptions): Promise<RunningPool> {
   const executor = openExecutor(o, gpu);
   // Users' weights and quotas enter the policy's view at every pass (src/sched/shares.ts).
   const users = async (): Promise<ReadonlyMap<string, UserShare>> => new Map((await store.listUsers()).map((u) => [u.name, { weight: u.weight, quotaGpus: u.quotaGpus }]));
-  const service = new PoolServiceImpl({ store, executor, gpu, policy, dataDir: o.dataDir, jobEnv, ...(o.tickMs !== undefined ? { tickMs: o.tickMs } : {}), hold: o.hold, users, ...(o.workloads ? { workloads: o.workloads } : {}), log: o.log });
+  const service = new PoolServiceImpl({ store, executor, gpu, policy, dataDir: o.dataDir, jobEnv, ...(o.tickMs !== undefined ? { tickMs: o.tickMs } : {}), hold: o.hold, users, ...(o.workloads ? { workloads: o.workloads } : {}), log: o.log, multiplex: poolMultiplex(o) });
   let app: FastifyInstance | null = null;
   let mapping: JobMappingWriter | null = null;
   try {
@@ -180,4 +183,12 @@ export async function startPool(o: PoolOptions): Promise<RunningPool> {
     await store.close().catch(() => undefined);
     throw e;
   }
+}
+
+/**
+ * MPS in the service: daemons run only for local jobs on real GPUs (simulated GPUs have no MPS;
+ * Slurm jobs run on other nodes, where Slurm's own MPS support applies).
+ */
+function poolMultiplex(o: PoolOptions): MultiplexOptions {
+  return { daemons: o.simulate === undefined && o.executor !== 'slurm', ...(o.mpsSlowdownBound !== undefined ? { slowdownBound: o.mpsSlowdownBound } : {}) };
 }

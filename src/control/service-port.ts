@@ -1,5 +1,6 @@
 import type { EventRecord, JobFilter, JobRecord, JobState } from '../store/types.js';
 import type { LiveJob, ServiceObserver } from './service-observer.js';
+import type { MultiplexStats } from './multiplex.js';
 
 /**
  * What the HTTP server (API, dashboard, metrics) needs from the running service. The real one is
@@ -94,4 +95,6 @@ export interface ServiceStats {
   readonly queueWaitSeconds: readonly number[];
   /** Samples over time: busy share of compute slices, and jobs finished per hour over the last window. */
   readonly timeline: readonly { readonly t: number; readonly utilization: number; readonly throughputJobsPerHour: number; readonly queued: number; readonly running: number }[];
+  /** CUDA MPS multiplexing: back-offs so far, daemons running, foreground slowdowns measured now. */
+  readonly multiplex?: MultiplexStats;
 }

@@ -31,6 +31,9 @@ import { modelOfGpu, readCurrentState } from './state-reader.js';
 import { expandArrays, isArraySubmission } from './arrays.js';
 import { checkDependencies, dependenciesToLookUp, gateQueue, type EndedJob, type Gate } from './dependencies.js';
 import { fingerprintOf } from './idempotency.js';
+import { MpsDaemons } from '../exec/mps-daemons.js';
+import { Multiplexer, type MultiplexOptions } from './multiplex.js';
+import { backOffNeighbours, mpsClients, mpsDevicesInUse, withLiveNeighbours } from './multiplex-hooks.js';
 
 /** How the service runs; defaults in brackets. */
 export interface ServiceOptions {
@@ -77,6 +80,8 @@ export interface ServiceOptions {
   readonly jobOwner?: (job: JobRecord) => string | undefined;
   /** How the service learns workloads from its jobs' progress and memory (see learning.ts). */
   readonly learning?: LearningOptions;
+  /** CUDA MPS sharing: daemons, the foreground's slowdown bound, how it is measured (see src/control/multiplex.ts). */
+  readonly multiplex?: MultiplexOptions;
 }
 
 /** One round of a live scheduling pass, as recorded for a replay. */
@@ -140,7 +145,7 @@ const EXPLAIN_EVERY_MS = 1000;
  * service re-reads the GPUs, re-adopts the attempts still running and settles the others.
  */
 export class PoolServiceImpl implements PoolService {
-  private readonly o: Required<Omit<ServiceOptions, 'workloads' | 'log' | 'jobEnv' | 'hold' | 'onRound' | 'users' | 'jobOwner' | 'learning'>> & Pick<ServiceOptions, 'workloads' | 'log' | 'jobEnv' | 'hold' | 'onRound' | 'users' | 'jobOwner' | 'learning'>;
+  private readonly o: Required<Omit<ServiceOptions, 'workloads' | 'log' | 'jobEnv' | 'hold' | 'onRound' | 'users' | 'jobOwner' | 'learning' | 'multiplex'>> & Pick<ServiceOptions, 'workloads' | 'log' | 'jobEnv' | 'hold' | 'onRound' | 'users' | 'jobOwner' | 'learning' | 'multiplex'>;
   private readonly ctx: PolicyContext;
   /** What the jobs taught of their workloads: speeds and memory, in the store, refitted for the policy. */
   readonly learning: WorkloadLearning;
@@ -195,6 +200,8 @@ export class PoolServiceImpl implements PoolService {
   private gate: Gate = { held: new Map(), doomed: new Map() };
   /** Metrics' observers of passes, starts and ends. */
   private readonly observers = new ObserverSet();
+  /** CUDA MPS: daemons, clients' environment, the foreground's slowdown and background back-offs. */
+  private readonly mux: Multiplexer;
   readonly startedAt: number;
 
   constructor(options: ServiceOptions) {
@@ -211,6 +218,7 @@ export class PoolServiceImpl implements PoolService {
     this.learning = new WorkloadLearning(this.o.store, this.o.gpu, this.o.learning, this.o.log);
     this.ctx = createPolicyContext({ random: createRandom(this.o.seed), reconfigureSeconds: this.o.reconfigureSeconds, speeds: this.speeds });
     this.startedAt = this.o.now();
+    this.mux = new Multiplexer(new MpsDaemons({ dataDir: this.o.dataDir }), this.o.multiplex);
     this.o.executor.onExit((r) => {
       this.exitsSeen.set(r.jobId, r);
       // A failed settle (logged by locked) is retried by the next pass: schedule one either way.
@@ -249,6 +257,7 @@ export class PoolServiceImpl implements PoolService {
     if (this.timer) clearInterval(this.timer);
     await this.serial.catch(() => undefined);
     await this.o.executor.close();
+    await this.mux.stopAll();
   }
 
   /** Resolves once every pass queued so far has run (for tests and the demo). */
@@ -313,8 +322,8 @@ export class PoolServiceImpl implements PoolService {
 
   /** A record with what only the service knows: why it waits, how far it is. */
   private withStatus(rec: JobRecord): JobRecord {
-    if (rec.state === 'queued') return { ...rec, pending: this.pending.get(rec.id) ?? null, progress: this.progress.get(rec.id) };
-    if (rec.state === 'running' || rec.state === 'starting') return { ...rec, pending: null, progress: this.progress.get(rec.id) };
+    if (rec.state === 'queued') return { ...rec, pending: this.mux.heldReason(rec.id) ?? this.pending.get(rec.id) ?? null, progress: this.progress.get(rec.id) };
+    if (rec.state === 'running' || rec.state === 'starting') return { ...rec, placement: withLiveNeighbours(rec, this.active.values()), pending: null, progress: this.progress.get(rec.id) };
     return rec;
   }
 
@@ -428,6 +437,7 @@ export class PoolServiceImpl implements PoolService {
       passMs: [...this.passMs],
       queueWaitSeconds: [...this.waits],
       timeline: [...this.timeline],
+      multiplex: this.mux.stats(),
     };
   }
 
@@ -503,6 +513,7 @@ export class PoolServiceImpl implements PoolService {
       if (acted === 0) break;
     }
     this.explainQueue();
+    await this.releaseMps();
     const ms = performance.now() - t0;
     this.passMs.push(ms);
     if (this.passMs.length > RECENT) this.passMs.shift();
@@ -716,6 +727,8 @@ export class PoolServiceImpl implements PoolService {
           g.current.instances.some((i) => occ.instances.has(`${g.index}|${i.start}`)) ||
           ((occ.whole.get(g.index) ?? []).length > 0 && (d.sharing === 'exclusive' || occ.sharing.get(g.index) !== d.sharing));
         if (gs.some((g) => held(g!))) return false;
+        // A background job stopped by MPS back-offs waits for a GPU without a foreground job.
+        if (d.sharing === 'mps' && !this.mux.mayJoin(rec.id, gs.flatMap((g) => (occ.whole.get(g!.index) ?? []).map((id) => this.active.get(id)?.spec.priority ?? 'foreground')))) return false;
         await this.launch(rec, { kind: 'gpus', gpus: gs.map((g) => g!.index), sharing: d.sharing, devices: gs.map((g) => g!.uuid) });
         return true;
       }
@@ -752,12 +765,16 @@ export class PoolServiceImpl implements PoolService {
     const attempt = rec.attempt + 1;
     const dir = this.attemptDir(rec.id, attempt);
     const checkpoint = this.checkpointDir(rec.id);
+    const neighbours = placement.kind === 'gpus' ? [...new Set(placement.gpus.flatMap((g) => this.occupants().whole.get(g) ?? []))] : [];
+    const mps = this.mux.infoFor(rec.id, rec.spec.priority, placement, neighbours);
+    if (mps) placement = { ...placement, mps } as JobPlacement;
     const starting = await this.update(rec, { state: 'starting', placement, attempt, startedAt: this.o.now(), endedAt: null, process: null, exitCode: null, reason: null });
     await this.event({ type: 'job-starting', jobId: rec.id, data: { attempt, placement } });
     try {
       mkdirSync(checkpoint, { recursive: true });
       // The owner's Unix account, when the service runs as root and the owner is mapped to one.
       const who = await attemptIdentity(this.o.store, rec.owner, { dataDir: this.o.dataDir, attemptDir: dir, checkpointDir: checkpoint, workdir: rec.spec.workdir }, { executorRunsAsOthers: this.o.executor.runsAsOthers === true });
+      const mpsEnv = mps ? await this.mux.clientEnv(placement, mps) : {};
       const ref = await this.o.executor.launch({
         jobId: rec.id,
         attempt,
@@ -765,7 +782,7 @@ export class PoolServiceImpl implements PoolService {
         workdir: who.workdir,
         ...(who.runAs ? { runAs: who.runAs } : {}),
         // MIGPOOL_DEVICE_PROFILE: what the attempt got (a MIG profile, or `whole`), for logs and tests.
-        env: { ...this.o.jobEnv, ...who.env, ...rec.spec.env, MIGPOOL_CHECKPOINT_DIR: checkpoint, MIGPOOL_DEVICE_PROFILE: placement.kind === 'instance' ? placement.profile : 'whole' },
+        env: { ...this.o.jobEnv, ...who.env, ...rec.spec.env, MIGPOOL_CHECKPOINT_DIR: checkpoint, MIGPOOL_DEVICE_PROFILE: placement.kind === 'instance' ? placement.profile : 'whole', ...mpsEnv },
         devices: placement.devices,
         maxRuntimeSeconds: rec.spec.maxRuntime ?? null,
         graceSeconds: rec.spec.killGracePeriod ?? DEFAULT_KILL_GRACE_SECONDS,
@@ -840,6 +857,10 @@ export class PoolServiceImpl implements PoolService {
         const found = await this.o.executor.adopt(rec.id, rec.attempt, rec.process);
         if (found === 'running') {
           this.o.log?.(`job ${rec.id}: re-adopted attempt ${rec.attempt} (pid ${rec.process.pid})`);
+          if (rec.placement?.kind === 'gpus' && rec.placement.sharing === 'mps') {
+            const how = await this.mux.resume(rec.placement.devices);
+            this.o.log?.(`job ${rec.id}: MPS daemon for ${rec.placement.devices.join(',')} ${how}`);
+          }
           if (rec.cancelRequested) await this.o.executor.cancel(rec.id);
         } else await this.settle(found);
       } else if (rec.state === 'starting' || rec.state === 'running') {
@@ -1026,7 +1047,7 @@ export class PoolServiceImpl implements PoolService {
   }
 
   private sample(): void {
-    void this.readProgress();
+    void this.readProgress().then(() => this.multiplexTick());
     const occupants = this.occupants();
     let busy = 0;
     let all = 0;
@@ -1046,6 +1067,36 @@ export class PoolServiceImpl implements PoolService {
     }
     this.timeline.push({ t: now, utilization: all === 0 ? 0 : busy / all, throughputJobsPerHour: (this.finishedAt.length * 3_600_000) / span, queued, running });
     if (this.timeline.length > TIMELINE) this.timeline.shift();
+  }
+
+  /** MPS: measures foreground jobs beside background ones and backs the background off where they slow beyond the bound. */
+  private async multiplexTick(): Promise<void> {
+    if (this.stopped) return;
+    const byIndex = new Map(this.gpusFound.map((g) => [g.index, g]));
+    const over = this.mux.observe(this.o.now(), mpsClients(this.active.values(), (id) => this.progress.get(id), (id) => (this.active.get(id)?.spec.workload !== undefined ? (this.specs.get(id)?.workload ?? null) : null), (gpu) => byIndex.get(gpu)?.model ?? null));
+    for (const s of over) {
+      await this.locked(() =>
+        backOffNeighbours(s, {
+          mux: this.mux,
+          running: (id) => this.active.get(id),
+          preemptible: (id) => this.specs.get(id)?.preemptible === true,
+          markPreempting: async (rec) => void (await this.update(rec, { reason: 'preempting' })),
+          event: (e) => this.event(e),
+          cancel: (id) => this.o.executor.cancel(id),
+          ...(this.o.log ? { log: this.o.log } : {}),
+        }),
+      );
+    }
+  }
+
+  /** MPS: stops the daemons no running client needs any more. */
+  private async releaseMps(): Promise<void> {
+    try {
+      const stopped = await this.mux.release(mpsDevicesInUse(this.active.values()), new Set(this.active.keys()));
+      for (const key of stopped) this.o.log?.(`MPS control daemon for ${key} stopped: no client left`);
+    } catch (e) {
+      this.o.log?.(`stopping MPS daemons failed: ${e instanceof Error ? e.message : String(e)}`);
+    }
   }
 
   /** Checks what the schema cannot: the workload exists and the profile exists on some GPU here. */

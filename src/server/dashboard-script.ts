@@ -10,7 +10,8 @@ export const DASHBOARD_SCRIPT = String.raw`
 (function () {
   'use strict';
   var EVENT_TYPES = ['job-submitted', 'job-starting', 'job-started', 'job-finished', 'job-requeued',
-    'job-cancel-requested', 'job-preempting', 'gpu-reconfiguring', 'gpu-reconfigured', 'gpu-reconfigure-failed', 'service-started'];
+    'job-cancel-requested', 'job-preempting', 'gpu-reconfiguring', 'gpu-reconfigured', 'gpu-reconfigure-failed', 'service-started',
+    'mps-backoff', 'mps-slowdown'];
   var FINAL = { succeeded: true, failed: true, cancelled: true };
   var LOG_LIMIT = 1 << 20;
 
@@ -106,7 +107,9 @@ export const DASHBOARD_SCRIPT = String.raw`
   function placement(p) {
     if (!p) return '';
     if (p.kind === 'instance') return 'GPU ' + p.gpu + ' · ' + p.profile + ' @' + p.start;
-    return 'GPU ' + p.gpus.join(',') + (p.sharing !== 'exclusive' ? ' (' + p.sharing + ')' : '');
+    var mps = p.mps ? (p.mps.clientPriority === 1 ? ' low' : '') + (p.mps.activeThreadPercentage != null ? ' ' + p.mps.activeThreadPercentage + '%' : '') +
+      (p.mps.neighbours.length > 0 ? ' with ' + p.mps.neighbours.join(',') : '') : '';
+    return 'GPU ' + p.gpus.join(',') + (p.sharing !== 'exclusive' ? ' (' + p.sharing + mps + ')' : '');
   }
   function runtime(job) {
     if (job.startedAt == null) return '';

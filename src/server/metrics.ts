@@ -36,6 +36,11 @@ import { GPU_LABELS, gpuLabels, INSTANCE_LABELS, instanceLabels } from './dcgm-l
  * - `migpool_scheduling_pass_seconds` (histogram): wall time of each scheduling pass.
  * - `migpool_reconfigurations_total`, `migpool_reconfigurations_failed_total`: GPU re-partitions
  *   applied, and failed.
+ * - `migpool_mps_backoffs_total` (counter): background MPS clients backed off (restarted with fewer
+ *   threads, or stopped) because a foreground neighbour slowed beyond the bound.
+ * - `migpool_mps_daemons` (gauge): MPS control daemons the service runs now.
+ * - `migpool_mps_foreground_slowdown_ratio{job,gpu}` (gauge): a foreground job's samples/s alone
+ *   over its samples/s beside background jobs, as measured now.
  * - the process metrics of prom-client's `collectDefaultMetrics` (`process_*`, `nodejs_*`).
  */
 
@@ -213,6 +218,38 @@ export function createMetrics(service: PoolService, options: MetricsOptions = {}
       const { stats } = await read();
       this.reset();
       this.inc(stats.reconfigurationsFailed ?? 0);
+    },
+  });
+
+  new Counter({
+    name: 'migpool_mps_backoffs_total',
+    help: 'Background MPS clients backed off (restarted with fewer threads, or stopped) since the service started.',
+    registers: [registry],
+    async collect() {
+      const { stats: s } = await read();
+      this.reset();
+      this.inc(s.multiplex?.backoffs ?? 0);
+    },
+  });
+
+  new Gauge({
+    name: 'migpool_mps_daemons',
+    help: 'MPS control daemons the service runs now (one per GPU or MIG instance with MPS clients).',
+    registers: [registry],
+    async collect() {
+      this.set((await read()).stats.multiplex?.daemons ?? 0);
+    },
+  });
+
+  new Gauge({
+    name: 'migpool_mps_foreground_slowdown_ratio',
+    help: "A foreground job's samples/s alone over its samples/s beside background MPS clients, measured.",
+    labelNames: ['job', 'gpu'] as const,
+    registers: [registry],
+    async collect() {
+      const { stats: s } = await read();
+      this.reset();
+      for (const x of s.multiplex?.slowdowns ?? []) this.set({ job: x.job, gpu: String(x.gpu) }, x.slowdown);
     },
   });
 

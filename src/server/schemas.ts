@@ -21,6 +21,8 @@ const EVENT_TYPES = [
   'gpu-reconfigure-failed',
   'gpu-reconfigured',
   'service-started',
+  'mps-backoff',
+  'mps-slowdown',
 ] as const;
 
 function withoutDialect(schema: JsonSchema): JsonSchema {
@@ -87,6 +89,16 @@ const placementSchema: JsonSchema = {
         gpus: { type: 'array', items: { type: 'integer' } },
         sharing: { type: 'string', enum: ['exclusive', 'timeslice', 'mps'] },
         devices: { type: 'array', items: { type: 'string' } },
+        mps: {
+          type: 'object',
+          description: "Sharing 'mps': the job runs as a CUDA MPS client.",
+          required: ['clientPriority', 'activeThreadPercentage', 'neighbours'],
+          properties: {
+            clientPriority: { type: 'integer', enum: [0, 1], description: 'CUDA_MPS_CLIENT_PRIORITY: 0 normal (foreground), 1 below normal (background).' },
+            activeThreadPercentage: { type: ['integer', 'null'], description: 'CUDA_MPS_ACTIVE_THREAD_PERCENTAGE, or null for no limit.' },
+            neighbours: { type: 'array', items: { type: 'string' }, description: 'The other jobs on its GPU now.' },
+          },
+        },
       },
     },
   ],
@@ -242,6 +254,20 @@ export const statsSchema: JsonSchema = {
     reconfigurationsFailed: { type: 'integer', description: 're-partitions that failed since the service started' },
     passMs: { type: 'array', items: { type: 'number' }, description: 'recent scheduling passes, ms each, newest last' },
     queueWaitSeconds: { type: 'array', items: { type: 'number' }, description: 'recent queue waits of started jobs, newest last' },
+    multiplex: {
+      type: 'object',
+      description: 'CUDA MPS multiplexing',
+      required: ['backoffs', 'daemons', 'slowdowns'],
+      properties: {
+        backoffs: { type: 'integer', description: 'background MPS clients backed off since the service started' },
+        daemons: { type: 'integer', description: 'MPS control daemons running now' },
+        slowdowns: {
+          type: 'array',
+          description: "foreground jobs' measured samples/s alone over beside background MPS clients",
+          items: { type: 'object', required: ['job', 'gpu', 'slowdown'], properties: { job: { type: 'string' }, gpu: { type: 'integer' }, slowdown: { type: 'number' } } },
+        },
+      },
+    },
     timeline: {
       type: 'array',
       items: {

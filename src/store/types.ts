@@ -139,7 +139,21 @@ export const FINAL_STATES: readonly JobState[] = ['succeeded', 'failed', 'cancel
 /** Where a job runs: a MIG instance, or whole GPUs; `devices` is what CUDA_VISIBLE_DEVICES gets. */
 export type JobPlacement =
   | { readonly kind: 'instance'; readonly gpu: number; readonly start: number; readonly profile: string; readonly devices: readonly string[] }
-  | { readonly kind: 'gpus'; readonly gpus: readonly number[]; readonly sharing: 'exclusive' | 'timeslice' | 'mps'; readonly devices: readonly string[] };
+  | {
+      readonly kind: 'gpus';
+      readonly gpus: readonly number[];
+      readonly sharing: 'exclusive' | 'timeslice' | 'mps';
+      readonly devices: readonly string[];
+      /** Sharing 'mps': how it runs as an MPS client (see src/control/multiplex.ts). */
+      readonly mps?: {
+        /** CUDA_MPS_CLIENT_PRIORITY it got: 0 normal (foreground), 1 below normal (background). */
+        readonly clientPriority: 0 | 1;
+        /** CUDA_MPS_ACTIVE_THREAD_PERCENTAGE it got, or null for no limit. */
+        readonly activeThreadPercentage: number | null;
+        /** The other jobs on its GPU: when it started in the store, as they are now in the API. */
+        readonly neighbours: readonly string[];
+      };
+    };
 
 /** The process of a running attempt, enough to find it again after a restart. */
 export interface ProcessRef {
@@ -218,7 +232,11 @@ export type EventType =
   | 'gpu-reconfiguring'
   | 'gpu-reconfigure-failed'
   | 'gpu-reconfigured'
-  | 'service-started';
+  | 'service-started'
+  /** MPS: a background job backs off (restarted with fewer threads, or stopped) because its foreground neighbour slowed beyond the bound. */
+  | 'mps-backoff'
+  /** MPS: a foreground job slowed beyond the bound beside a background job that may not be moved. */
+  | 'mps-slowdown';
 
 export interface NewEvent {
   readonly time: number;

@@ -72,11 +72,12 @@ export function ageText(then: number | null, now: number): string {
   return `${Math.floor(s / 86_400)}d ago`;
 }
 
-/** `gpu 0 3g.20gb@4`, `gpu 0,1`, `gpu 2 (mps)`; `-` when none. */
+/** `gpu 0 3g.20gb@4`, `gpu 0,1`, `gpu 2 (timeslice)`, `gpu 2 (mps low 50% with 7)`; `-` when none. */
 export function placementText(p: JobPlacement | null): string {
   if (p === null) return '-';
   if (p.kind === 'instance') return `gpu ${p.gpu} ${p.profile}@${p.start}`;
-  return `gpu ${p.gpus.join(',')}${p.sharing === 'exclusive' ? '' : ` (${p.sharing})`}`;
+  const mps = p.mps ? `${p.mps.clientPriority === 1 ? ' low' : ''}${p.mps.activeThreadPercentage !== null ? ` ${p.mps.activeThreadPercentage}%` : ''}${p.mps.neighbours.length > 0 ? ` with ${p.mps.neighbours.join(',')}` : ''}` : '';
+  return `gpu ${p.gpus.join(',')}${p.sharing === 'exclusive' ? '' : ` (${p.sharing}${mps})`}`;
 }
 
 /** `45% 1200 samples/s eta 3m` for a running job that reports progress; why a queued job waits; `-` otherwise. */

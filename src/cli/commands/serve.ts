@@ -31,6 +31,7 @@ interface ServeFlags {
   sbatchArgs?: string;
   workload: string[];
   dcgmJobMappingDir?: string;
+  mpsSlowdownBound: string;
 }
 
 /** `--workload FILE.yaml`, repeatable: collects the files in order. */
@@ -88,6 +89,7 @@ export function registerServe(program: Command, io: Io): void {
     .addHelpText('after', `\n${policyHelp()}`)
     .option('--workload <file.yaml>', "a workload measured with 'migpool bench --out', that jobs may name (repeatable)", collect, [])
     .option('--dcgm-job-mapping-dir <dir>', "keep dcgm-exporter's HPC job mapping files here (one per GPU or MIG instance, holding the ids of the jobs on it), so that DCGM's series carry hpc_job: give dcgm-exporter the same directory with --hpc-job-mapping-dir")
+    .option('--mps-slowdown-bound <x>', 'MPS sharing: largest slowdown of a foreground job beside background jobs (its samples/s alone over beside them) before they back off (DeepPool: 1.1)', '1.1')
     .action(async (f: ServeFlags) => {
       const dataDir = f.dataDir ?? defaultDataDir();
       if (f.executor !== 'local' && f.executor !== 'slurm') throw badInput(`--executor '${f.executor}': use local or slurm`);
@@ -99,7 +101,9 @@ export function registerServe(program: Command, io: Io): void {
       if (!(Number.isInteger(memPerSliceMiB) && memPerSliceMiB >= 0)) throw badInput(`--slurm-mem-per-slice '${f.slurmMemPerSlice}': give whole MiB, 0 for no --mem`);
       const slurm = { pollMs, gresType: f.slurmGresType, cpusPerSlice, memPerSliceMiB, sbatchArgs: f.sbatchArgs === undefined ? [] : splitCommandLine(f.sbatchArgs, '--sbatch-args') };
       const workloads = serveWorkloads(f.workload);
-      const pool = await startPool({ dataDir, listen: f.listen, policy: f.policy, simulate: f.simulate, database: f.database, executor: f.executor, slurm, workloads, dcgmJobMappingDir: f.dcgmJobMappingDir, log: (l) => io.err(`migpool serve: ${l}`) });
+      const mpsSlowdownBound = Number(f.mpsSlowdownBound);
+      if (!(Number.isFinite(mpsSlowdownBound) && mpsSlowdownBound >= 1 && mpsSlowdownBound <= 100)) throw badInput(`--mps-slowdown-bound '${f.mpsSlowdownBound}': give a ratio from 1 to 100, e.g. 1.1 (the foreground within 10% of its speed alone)`);
+      const pool = await startPool({ dataDir, listen: f.listen, policy: f.policy, simulate: f.simulate, database: f.database, executor: f.executor, slurm, workloads, dcgmJobMappingDir: f.dcgmJobMappingDir, mpsSlowdownBound, log: (l) => io.err(`migpool serve: ${l}`) });
       io.err(`migpool serve: ${await describe(pool)}; policy ${f.policy}; ${f.executor === 'slurm' ? 'jobs go to Slurm (sbatch)' : 'jobs run here'}; state in ${f.database ? 'PostgreSQL' : join(dataDir, 'migpool.db')}`);
       io.err(`migpool serve: API and dashboard at ${pool.url}/ (token in ${join(dataDir, 'token')}); Ctrl-C stops the service, jobs keep running`);
       const sig = await untilSignal();
