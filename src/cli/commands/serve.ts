@@ -7,11 +7,9 @@ import { badInput } from '../../errors.js';
 import { splitCommandLine } from '../../exec/argv.js';
 import { resolveGpuModel } from '../../mig/catalog/index.js';
 import { predict } from '../../perf/model.js';
-import type { Workload } from '../../perf/types.js';
-import { isWorkloadFile } from '../../perf/workload-ref.js';
 import { resolveWorkload } from '../../perf/workloads.js';
 import { policyHelp, POLICY_NAMES } from '../../sched/registry.js';
-import { loadWorkload } from '../workload-file.js';
+import { workloadFiles } from '../workload-file.js';
 import type { JobRecord } from '../../store/types.js';
 import { defaultDataDir } from '../../server/files.js';
 import { writeJson, type Io } from '../io.js';
@@ -39,17 +37,8 @@ function collect(value: string, previous: string[]): string[] {
   return [...previous, value];
 }
 
-/** The user workloads `--workload` names: each a YAML file written by `migpool bench --out`. */
-export function serveWorkloads(files: readonly string[]): Workload[] {
-  const out: Workload[] = [];
-  for (const f of files) {
-    if (!isWorkloadFile(f)) throw badInput(`--workload '${f}': give a workload YAML file (written by 'migpool bench --out'); built-in workloads need no flag`);
-    const w = loadWorkload(f);
-    if (out.some((o) => o.name === w.name)) throw badInput(`--workload '${f}': a workload named '${w.name}' is already given; give each workload one name`);
-    out.push(w);
-  }
-  return out;
-}
+/** The user workloads `--workload` names (see cli/workload-file.ts). */
+export const serveWorkloads = workloadFiles;
 
 /** Resolves when the process is asked to stop (SIGINT, SIGTERM). */
 function untilSignal(): Promise<string> {

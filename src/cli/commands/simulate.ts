@@ -1,3 +1,4 @@
+import { workloadFiles } from '../workload-file.js';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Command } from 'commander';
@@ -40,6 +41,7 @@ interface SimulateOptions {
   fleet: string;
   policies: string;
   mix: string;
+  workload: string[];
   seed: string;
   limit?: string;
   reconfigureSeconds?: string;
@@ -139,7 +141,7 @@ function loadTrace(opts: SimulateOptions, fleet: Fleet, mix: WorkloadMix, seed: 
   const text = readFileSync(opts.trace, 'utf8');
   const format = traceFormatOf(text);
   if (format.name === 'alibaba') return alibaba(text, opts.trace);
-  return { ...format.read(text, { random, mix, gpuModel: model, file: opts.trace, ...(limit === undefined ? {} : { limit }) }), notes };
+  return { ...format.read(text, { random, mix, gpuModel: model, file: opts.trace, workloads: workloadFiles(opts.workload), ...(limit === undefined ? {} : { limit }) }), notes };
 }
 
 /** Every job's profile must exist on some GPU of the fleet. */
@@ -332,6 +334,7 @@ export function registerSimulate(program: Command, io: Io): void {
     .requiredOption('--fleet <spec>', 'GPUs by model, e.g. 64xA100-SXM4-40GB or 32xA100-40GB,8xH100-80GB')
     .requiredOption('--policies <list>', `comma-separated, each once: ${POLICY_NAMES.join(', ')} (see below)`)
     .option('--mix <mix>', 'workloads of single-GPU jobs and their shares', DEFAULT_MIX_SPEC)
+    .option('--workload <file.yaml>', "a workload measured with 'migpool bench --out' that --mix and a jobs CSV's rows may name (repeatable)", (v: string, prev: string[]) => [...prev, v], [] as string[])
     .option('--seed <n>', 'seed of the workload draws, the synthetic trace and the policies', '1')
     .option('--limit <jobs>', 'only the first JOBS jobs by arrival (synthetic: how many to make; default 1000)')
     .option('--reconfigure-seconds <s>', `seconds a MIG re-partition takes (default ${DEFAULT_RECONFIGURE_SECONDS}, an assumption: see src/sim/engine.ts)`)
@@ -365,7 +368,8 @@ async function runSimulate(opts: SimulateOptions, io: Io): Promise<void> {
   // gavel solves its allocation with HiGHS on fleets of several GPU models.
   const highs = /gavel/i.test(opts.policies) && new Set(fleet.gpus.map((g) => g.name)).size > 1 ? await loadHighs() : undefined;
   const policies = withFlag('--policies', () => parsePolicies(opts.policies, highs ? { highs } : {}));
-  const mix = withFlag('--mix', () => parseMix(opts.mix));
+  const workloads = workloadFiles(opts.workload);
+  const mix = withFlag('--mix', () => parseMix(opts.mix, workloads));
   const users = opts.users === undefined ? undefined : withFlag('--users', () => parseUsersSpec(opts.users as string));
   const names = policies.map((p) => p.name);
   const bar =

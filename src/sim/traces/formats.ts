@@ -33,7 +33,7 @@ export const JOBS_CSV_FORMAT: TraceFormatEntry = {
   help: `migpool's job CSV: ${JOBS_CSV_REQUIRED.join(',')}[,${JOBS_CSV_OPTIONAL.join(',')}] (any order)`,
   detect: (header) => has(header, JOBS_CSV_REQUIRED),
   read(text, options) {
-    const jobs = parseJobsCsv(text, options.file ?? 'jobs.csv');
+    const jobs = parseJobsCsv(text, options.file ?? 'jobs.csv', options.workloads ?? []);
     const limit = checkedLimit(options.limit);
     return { jobs: jobs.length > limit ? jobs.slice(0, limit) : jobs, skipped: [] };
   },

@@ -1,3 +1,4 @@
+import type { Workload } from '../../perf/types.js';
 import { badInput } from '../../errors.js';
 import type { TraceJob } from '../types.js';
 import type { WorkloadMix } from './mix.js';
@@ -12,6 +13,8 @@ export interface TraceOptions {
   readonly limit?: number;
   /** Name of the file, for error messages. */
   readonly file?: string;
+  /** Workloads besides the built-in ones that the trace's rows may name (`simulate --workload FILE.yaml`). */
+  readonly workloads?: readonly Workload[];
 }
 
 /** Rows a parser left out, and why. */
