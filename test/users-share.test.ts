@@ -101,6 +101,7 @@ describe('two users share a pool under a quota and weights', () => {
     let besideEachOther = false;
     let jobsTable = '';
     let scrape = '';
+    let usersList = '';
     const deadline = Date.now() + 150_000;
     for (;;) {
       const jobs = await allJobs(admin);
@@ -122,6 +123,11 @@ describe('two users share a pool under a quota and weights', () => {
         expect(m.status).toBe(200);
         if (value(m.text, 'migpool_user_allocated_gpus{user="bob"}') === 1) scrape = m.text;
       }
+      if (live('bob') === 1 && usersList === '') {
+        const r = await cli('users', 'list', '--data-dir', dir);
+        expect(r.code, r.err).toBe(0);
+        if (/^bob\s+no\s+1\s+1\s+1\s/m.test(r.out)) usersList = r.out;
+      }
       if (jobs.every((j) => ['succeeded', 'failed', 'cancelled'].includes(j.state))) {
         expect(jobs.map((j) => j.state)).toEqual(Array(2 * JOBS_EACH).fill('succeeded'));
         break;
@@ -139,6 +145,10 @@ describe('two users share a pool under a quota and weights', () => {
     expect(owners.sort()).toEqual([...Array(JOBS_EACH).fill('alice'), ...Array(JOBS_EACH).fill('bob')]);
     expect(jobsTable).toMatch(/^\d+\s+b\S*\s+bob\s+queued\s.*user 'bob' is at their quota: they hold 1 of 1 GPUs and this job needs 1 more$/m);
     expect(jobsTable).not.toMatch(/alice\s+queued\s.*at their quota/);
+
+    // `migpool users list` beside a running service: what each user holds now.
+    expect(usersList).toMatch(/^NAME\s+ADMIN\s+WEIGHT\s+QUOTA-GPUS\s+HELD-GPUS\s+UNIX-USER/);
+    expect(usersList).toMatch(/^alice\s+no\s+2\s+-\s+[01]\s/m);
 
     // /metrics while bob held his GPU: per-user allocation, live jobs, quota and weight.
     expect(value(scrape, 'migpool_user_allocated_gpus{user="bob"}')).toBe(1);
