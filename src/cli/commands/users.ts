@@ -129,7 +129,7 @@ export function registerUsers(program: Command, io: Io): void {
     });
 
   withStoreOptions(users.command('list').description("list the users, with the GPUs' worth each holds now when the service on the data dir answers"))
-    .option('--json', 'print {users} as JSON')
+    .option('--json', 'print {users} as JSON (each with heldGpus when the service answers)')
     .action(async (f: StoreFlags) => {
       const { list, held } = await withStore(f, async (store, dataDir) => ({ list: await store.listUsers(), held: await heldGpusNow(dataDir) }));
       // What each user holds now, when the service on this data dir answers (else left out).
