@@ -42,7 +42,10 @@ describe('migpool users, offline', () => {
     const dir = dataDir();
     expect((await cli('users', 'add', 'ops', '--admin', '--data-dir', dir)).code).toBe(0);
     rmSync(join(dir, 'token'));
-    expect((await cli('users', 'list', '--data-dir', dir)).code).toBe(0);
+    const listed = await cli('users', 'list', '--data-dir', dir);
+    expect(listed.code).toBe(0);
+    // No service on this data dir: no column of what users hold now.
+    expect(listed.out).toMatch(/^NAME\s+ADMIN\s+WEIGHT\s+QUOTA-GPUS\s+UNIX-USER\s+CREATED$/m);
     const stale = readFileSync(join(dir, 'token'), 'utf8').trim();
     const alice = await cli('users', 'add', 'alice', '--data-dir', dir);
     expect(alice.code).toBe(0);

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { parseJobSpec } from '../jobs/job-spec.js';
 import type { JobRecord, JobState } from '../store/types.js';
-import { dependenciesToLookUp, gateQueue, type EndedJob } from './dependencies.js';
+import { checkDependencies, dependenciesToLookUp, gateQueue, visibleLookup, type EndedJob } from './dependencies.js';
 
 function job(id: string, state: JobState, more: Record<string, unknown> = {}): JobRecord {
   return {
@@ -49,6 +49,30 @@ describe('gateQueue: dependencies', () => {
   it('asks the store only for dependencies that are neither open nor known', () => {
     const jobs = open(job('1', 'running'), job('2', 'queued', { after: ['1', '7', '8'] }), job('3', 'running', { after: ['9'] }));
     expect(dependenciesToLookUp(jobs, new Map([['8', null]]))).toEqual(['7']);
+  });
+});
+
+describe('checkDependencies with visibleLookup: users name only jobs they may see', () => {
+  const jobs = new Map([
+    ['1', { ...job('1', 'succeeded'), owner: 'alice' }],
+    ['2', { ...job('2', 'running'), owner: 'bob' }],
+  ]);
+  const lookup = async (id: string) => jobs.get(id) ?? null;
+  const specs = (dep: string) => [parseJobSpec({ name: 'x', command: ['true'], after: [dep] })];
+  const check = (dep: string, owner: string | undefined, seesAll: boolean) => checkDependencies(specs(dep), () => 'job spec', visibleLookup(lookup, owner, seesAll));
+
+  it("refuses another user's job with the message of an unknown id, and accepts one's own", async () => {
+    await expect(check('1', 'alice', false)).resolves.toBeUndefined();
+    const message = (p: Promise<void>) => p.then(() => 'accepted', (e: Error) => e.message);
+    const unknown = await message(check('99', 'alice', false));
+    const others = await message(check('2', 'alice', false));
+    expect(unknown).toBe('job spec: after: no job 99: name jobs that exist (see `migpool jobs`)');
+    expect(others).toBe(unknown.replace('99', '2'));
+  });
+
+  it('lets an admin, or a pool without users, name any job', async () => {
+    await expect(check('2', 'admin', true)).resolves.toBeUndefined();
+    await expect(check('2', undefined, false)).resolves.toBeUndefined();
   });
 });
 

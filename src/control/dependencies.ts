@@ -102,6 +102,18 @@ export function gateQueue(open: ReadonlyMap<string, JobRecord>, ended: ReadonlyM
  * and the id). A dependency that has already failed is accepted: the job then fails at once, with
  * the reason, as it would had the dependency failed later.
  */
+/**
+ * `lookup` narrowed to the jobs a submitter may name in `after`: `owner`'s own, or every job when
+ * `owner` is absent (a pool without users) or `seesAll` (an admin). Others' jobs read as absent.
+ */
+export function visibleLookup(lookup: (id: string) => Promise<JobRecord | null>, owner: string | undefined, seesAll: boolean): (id: string) => Promise<JobRecord | null> {
+  if (owner === undefined || seesAll) return lookup;
+  return async (id) => {
+    const job = await lookup(id);
+    return job !== null && job.owner === owner ? job : null;
+  };
+}
+
 export async function checkDependencies(specs: readonly JobSpecInput[], where: (i: number) => string, lookup: (id: string) => Promise<JobRecord | null>): Promise<void> {
   for (const [i, spec] of specs.entries()) {
     for (const dep of spec.after ?? []) {

@@ -1,4 +1,5 @@
 import type { EventRecord, JobFilter, JobRecord, JobState } from '../store/types.js';
+import type { UserShare } from '../sched/types.js';
 import type { LiveJob, ServiceObserver } from './service-observer.js';
 import type { MultiplexStats } from './multiplex.js';
 
@@ -39,6 +40,8 @@ export interface PoolService {
   observe?(observer: ServiceObserver): () => void;
   /** Jobs not yet final with their owner and placement (live gauges, dcgm-exporter's job mapping). */
   liveJobs?(): readonly LiveJob[];
+  /** The pool's users with their weight and quota, as the last scheduling pass read them (metrics). */
+  userShares?(): ReadonlyMap<string, UserShare>;
 }
 
 /** Who submits, and the client's key for the submission (see `submit`). */
@@ -47,6 +50,12 @@ export interface SubmitOptions {
   readonly owner?: string;
   /** The client's key for this submission (`Idempotency-Key`, see control/idempotency.ts); each owner's keys are their own. */
   readonly idempotencyKey?: string;
+  /**
+   * The submitter sees every user's jobs (an admin): `after` may name any job. Otherwise, with an
+   * `owner`, `after` names only that owner's jobs, and another's is refused as an unknown id (a
+   * user must not learn of others' jobs, or their outcome, through a dependency) [false].
+   */
+  readonly seesAllJobs?: boolean;
 }
 
 export interface LogChunk {

@@ -29,7 +29,7 @@ import { WorkloadLearning, type LearningOptions } from './learning.js';
 import { MIN_RUN_BEFORE_PREEMPT_SECONDS, preemptRefusal, repartitionBackoffMs } from './preempt-rules.js';
 import { modelOfGpu, readCurrentState } from './state-reader.js';
 import { expandArrays, isArraySubmission } from './arrays.js';
-import { checkDependencies, dependenciesToLookUp, gateQueue, type EndedJob, type Gate } from './dependencies.js';
+import { checkDependencies, dependenciesToLookUp, gateQueue, visibleLookup, type EndedJob, type Gate } from './dependencies.js';
 import { fingerprintOf } from './idempotency.js';
 import { MpsDaemons } from '../exec/mps-daemons.js';
 import { Multiplexer, type MultiplexOptions } from './multiplex.js';
@@ -286,7 +286,8 @@ export class PoolServiceImpl implements PoolService {
     const where = (i: number) => (inputs.length > 1 ? `job spec ${i + 1}` : 'job spec');
     const parsed = inputs.map((x, i) => parseJobSpec(x, where(i)));
     parsed.forEach((s, i) => this.checkSpec(s, where(i)));
-    await checkDependencies(parsed, where, async (id) => this.active.get(id) ?? (await this.o.store.getJob(id)));
+    const lookup = async (id: string) => this.active.get(id) ?? (await this.o.store.getJob(id));
+    await checkDependencies(parsed, where, visibleLookup(lookup, options.owner, options.seesAllJobs === true));
     const specs = expandArrays(parsed, where);
     const key = options.idempotencyKey;
     const owner = options.owner !== undefined ? { owner: options.owner } : {};
@@ -409,6 +410,10 @@ export class PoolServiceImpl implements PoolService {
 
   liveJobs(): LiveJob[] {
     return [...this.active.values()].map((r) => ({ ...this.observed(r), state: r.state as LiveJob['state'], placement: r.placement }));
+  }
+
+  userShares(): ReadonlyMap<string, UserShare> {
+    return this.users ?? new Map();
   }
 
   /** A job as observers see it: its owner from the policy's view of it (JobSpec.user). */

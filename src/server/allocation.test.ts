@@ -11,7 +11,7 @@ describe('allocation', () => {
     expect(computeSlicesOf('1g.10gb+me')).toBe(1);
   });
 
-  it("gives each owner GPUs' worth of what their running jobs hold; a shared whole GPU is split among its jobs", async () => {
+  it("gives each owner GPUs' worth of what their running jobs hold; a shared whole GPU counts 1 for each of its jobs, as quotas count it", async () => {
     const fake = new FakePoolService();
     fake.addGpu('NVIDIA A100-SXM4-80GB', 7, [
       ['7g.80gb', 0, 8],
@@ -32,8 +32,8 @@ describe('allocation', () => {
     const gpus = await fake.gpus();
     expect(gpus.map(allocatedSlices)).toEqual([7, 2, 7]);
     const held = allocatedGpusByUser(gpus, fake.liveJobs());
-    expect(held.get('alice')).toBeCloseTo(1 + 0.5, 9);
-    expect(held.get('bob')).toBeCloseTo(0.5, 9);
+    expect(held.get('alice')).toBeCloseTo(1 + 1, 9);
+    expect(held.get('bob')).toBeCloseTo(1, 9);
     expect(held.get('default')).toBeCloseTo(2 / 7, 9);
   });
 });

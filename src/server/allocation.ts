@@ -24,8 +24,9 @@ export function allocatedSlices(g: GpuSnapshot): number {
 }
 
 /**
- * GPUs' worth of compute slices each user's starting and running jobs hold (the unit of quotas): an
- * instance counts its compute slices over its GPU's, a whole GPU 1, shared by its jobs alike.
+ * GPUs' worth of compute slices each user's starting and running jobs hold, counted as quotas
+ * count them (src/sched/shares.ts, heldBy): an instance counts its compute slices over its GPU's, a
+ * whole GPU 1 for each job on it, shared (time-slicing, MPS) or not.
  */
 export function allocatedGpusByUser(gpus: readonly GpuSnapshot[], live: readonly LiveJob[]): Map<string, number> {
   const byIndex = new Map(gpus.map((g) => [g.index, g]));
@@ -38,7 +39,7 @@ export function allocatedGpusByUser(gpus: readonly GpuSnapshot[], live: readonly
       const g = byIndex.get(p.gpu);
       if (g && g.slices > 0) held = computeSlicesOf(p.profile) / g.slices;
     } else {
-      for (const index of p.gpus) held += 1 / Math.max(1, byIndex.get(index)?.wholeGpuJobs.length ?? 1);
+      held = p.gpus.length;
     }
     out.set(j.user, (out.get(j.user) ?? 0) + held);
   }

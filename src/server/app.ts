@@ -267,7 +267,7 @@ export async function buildServer(opts: ServerOptions): Promise<FastifyInstance>
       },
     },
     async (request, reply) => {
-      const job = await service.submit(request.body, { ...submitOptionsOf(request.headers), owner: callerOf(request).name });
+      const job = await service.submit(request.body, { ...submitOptionsOf(request.headers), owner: callerOf(request).name, seesAllJobs: callerOf(request).admin });
       return reply.code(201).header('location', `/v1/jobs/${encodeURIComponent(job.id)}`).send(redacted(job));
     },
   );
@@ -280,7 +280,7 @@ export async function buildServer(opts: ServerOptions): Promise<FastifyInstance>
       validatorCompiler: () => (data: unknown) => (Array.isArray(data) && data.length > 0 && data.length <= 10_000 ? true : { error: new Error('give a list of 1 to 10000 job specs') }),
     },
     async (request, reply) => {
-      const jobs = await service.submitMany(request.body as unknown[], { ...submitOptionsOf(request.headers), owner: callerOf(request).name });
+      const jobs = await service.submitMany(request.body as unknown[], { ...submitOptionsOf(request.headers), owner: callerOf(request).name, seesAllJobs: callerOf(request).admin });
       return reply.code(201).send({ jobs: jobs.map(redacted) });
     },
   );

@@ -97,6 +97,28 @@ describe('createMetrics', () => {
     expect(value(text, 'migpool_jobs{state="queued",priority="foreground",user="default"}')).toBe(1);
   });
 
+  it("publishes each user's quota and weight from the service's users, and their allocation (0 before they run)", async () => {
+    const fake = pool();
+    const shares = new Map([
+      ['alice', { weight: 2, quotaGpus: null }],
+      ['bob', { weight: 1, quotaGpus: 1.5 }],
+    ]);
+    const withUsers = Object.assign(Object.create(fake) as PoolService, { userShares: () => shares });
+    const m = createMetrics(withUsers, { processMetrics: false });
+    await fake.submit(spec);
+    fake.owners.set('1', 'bob');
+    fake.startJob('1', 0, 4);
+    const text = await m.scrape();
+    expect(value(text, 'migpool_user_quota_gpus{user="bob"}')).toBe(1.5);
+    expect(text).not.toContain('migpool_user_quota_gpus{user="alice"}');
+    expect(value(text, 'migpool_user_weight{user="alice"}')).toBe(2);
+    expect(value(text, 'migpool_user_weight{user="bob"}')).toBe(1);
+    expect(value(text, 'migpool_user_allocated_gpus{user="bob"}')).toBeCloseTo(3 / 7, 9);
+    expect(value(text, 'migpool_user_allocated_gpus{user="alice"}')).toBe(0);
+    expect(value(text, 'migpool_jobs{state="queued",priority="foreground",user="alice"}')).toBe(0);
+    m.close();
+  });
+
   it('has ascending buckets', () => {
     for (const b of [QUEUE_WAIT_BUCKETS, SCHEDULING_PASS_BUCKETS]) expect([...b].sort((x, y) => x - y)).toEqual([...b]);
   });

@@ -2,6 +2,7 @@ import { hostname as osHostname } from 'node:os';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { DEFAULT_USER, type LiveJob, type ServiceObserver } from '../control/service-observer.js';
 import type { GpuSnapshot, PoolService, ServiceStats } from '../control/service-port.js';
+import type { UserShare } from '../sched/types.js';
 import { allocatedGpusByUser, allocatedSlices } from './allocation.js';
 import { buildInfo } from './build-info.js';
 import { GPU_LABELS, gpuLabels, INSTANCE_LABELS, instanceLabels } from './dcgm-labels.js';
@@ -28,6 +29,8 @@ import { GPU_LABELS, gpuLabels, INSTANCE_LABELS, instanceLabels } from './dcgm-l
  *   allocated to jobs (a whole-GPU job allocates all).
  * - `migpool_allocation_ratio`: the same over the pool.
  * - `migpool_user_allocated_gpus{user}`: GPUs' worth of compute slices each owner's jobs hold.
+ * - `migpool_user_quota_gpus{user}`: each user's quota in the same unit (users with no quota have
+ *   no series), and `migpool_user_weight{user}`: each user's fair-share weight (the service's users).
  * - `migpool_build_info{version,nodejs_version}` 1, `migpool_service_start_time_seconds`.
  *
  * Occurrences (since the service started, observed as they happen):
@@ -104,14 +107,16 @@ export function createMetrics(service: PoolService, options: MetricsOptions = {}
   const host = options.hostname ?? osHostname();
   /** Users seen, so that every user's series stay published (at 0) once they appeared. */
   const users = new Set<string>([DEFAULT_USER]);
-  let pending: Promise<{ stats: ServiceStats; gpus: GpuSnapshot[]; live: LiveJob[] }> | null = null;
+  let pending: Promise<{ stats: ServiceStats; gpus: GpuSnapshot[]; live: LiveJob[]; shares: ReadonlyMap<string, UserShare> }> | null = null;
   // registry.metrics() runs every collect() callback synchronously up to its first await, so one
   // scrape shares one read of the service; `scrape` starts each with a fresh one.
   const read = () =>
     (pending ??= Promise.all([service.stats(), service.gpus()]).then(([stats, gpus]) => {
       const live = liveJobsOf(service, stats);
+      const shares = service.userShares?.() ?? new Map<string, UserShare>();
       for (const j of live) users.add(j.user);
-      return { stats, gpus, live };
+      for (const user of shares.keys()) users.add(user);
+      return { stats, gpus, live, shares };
     }));
 
   new Gauge({
@@ -149,6 +154,30 @@ export function createMetrics(service: PoolService, options: MetricsOptions = {}
       this.reset();
       const held = allocatedGpusByUser(gpus, live);
       for (const user of users) this.set({ user }, held.get(user) ?? 0);
+    },
+  });
+
+  new Gauge({
+    name: 'migpool_user_quota_gpus',
+    help: "Each user's quota: the most GPUs' worth of compute slices their jobs may hold (no series for a user without one).",
+    labelNames: ['user'] as const,
+    registers: [registry],
+    async collect() {
+      const { shares } = await read();
+      this.reset();
+      for (const [user, s] of shares) if (s.quotaGpus !== null) this.set({ user }, s.quotaGpus);
+    },
+  });
+
+  new Gauge({
+    name: 'migpool_user_weight',
+    help: "Each user's fair-share weight: under contention their share of the pool tends to their weight over the sum of the weights of users with jobs.",
+    labelNames: ['user'] as const,
+    registers: [registry],
+    async collect() {
+      const { shares } = await read();
+      this.reset();
+      for (const [user, s] of shares) this.set({ user }, s.weight);
     },
   });
 

@@ -101,7 +101,7 @@ export function openApiDocument(version: string): Record<string, unknown> {
         post: {
           operationId: 'submitJob',
           summary: 'Queue a job',
-          description: 'A spec with `after: [ids]` starts once those jobs have succeeded (and fails if one of them fails or is cancelled). A spec with `array` is many jobs: submit it with POST /v1/jobs/batch.',
+          description: 'A spec with `after: [ids]` starts once those jobs have succeeded (and fails if one of them fails or is cancelled); it may name only jobs the caller sees (their own; an admin any), others are refused as unknown ids. A spec with `array` is many jobs: submit it with POST /v1/jobs/batch.',
           security: secured,
           parameters: [idempotencyKey],
           requestBody: {

@@ -11,6 +11,8 @@ import type { Store, UserRecord } from '../../store/types.js';
 import { checkQuota, checkUnixUser, checkUserName, checkWeight } from '../../store/users.js';
 import { writeJson, type Io } from '../io.js';
 import { renderTable } from '../table.js';
+import { heldGpusNow } from '../held-gpus.js';
+import { gpusText } from '../../sched/shares.js';
 
 interface StoreFlags {
   dataDir?: string;
@@ -126,15 +128,25 @@ export function registerUsers(program: Command, io: Io): void {
       io.out(token);
     });
 
-  withStoreOptions(users.command('list').description('list the users'))
-    .option('--json', 'print {users} as JSON')
+  withStoreOptions(users.command('list').description("list the users, with the GPUs' worth each holds now when the service on the data dir answers"))
+    .option('--json', 'print {users} as JSON (each with heldGpus when the service answers)')
     .action(async (f: StoreFlags) => {
-      const list = await withStore(f, (store) => store.listUsers());
-      if (f.json) return writeJson(io, { users: list });
+      const { list, held } = await withStore(f, async (store, dataDir) => ({ list: await store.listUsers(), held: await heldGpusNow(dataDir) }));
+      // What each user holds now, when the service on this data dir answers (else left out).
+      const heldBy = (name: string): number => held?.get(name) ?? 0;
+      if (f.json) return writeJson(io, { users: held === null ? list : list.map((u) => ({ ...u, heldGpus: heldBy(u.name) })) });
       io.out(
         renderTable(
-          ['NAME', 'ADMIN', 'WEIGHT', 'QUOTA-GPUS', 'UNIX-USER', 'CREATED'],
-          list.map((u) => [u.name, u.admin ? 'yes' : 'no', String(u.weight), u.quotaGpus === null ? '-' : String(u.quotaGpus), u.unixUser ?? '-', new Date(u.createdAt).toISOString().slice(0, 19).replace('T', ' ')]),
+          ['NAME', 'ADMIN', 'WEIGHT', 'QUOTA-GPUS', ...(held !== null ? ['HELD-GPUS'] : []), 'UNIX-USER', 'CREATED'],
+          list.map((u) => [
+            u.name,
+            u.admin ? 'yes' : 'no',
+            String(u.weight),
+            u.quotaGpus === null ? '-' : String(u.quotaGpus),
+            ...(held !== null ? [gpusText(heldBy(u.name))] : []),
+            u.unixUser ?? '-',
+            new Date(u.createdAt).toISOString().slice(0, 19).replace('T', ' '),
+          ]),
         ),
       );
     });
