@@ -161,6 +161,43 @@ function reused(s: Settings): RunRecord[] {
   return json.records.filter((r) => keys.has(r.trace) && !s.policies.includes(r.policy) && s.infos.includes(r.info) && s.seeds.includes(r.seed));
 }
 
+/** The markdown report and the JSON of the runs so far. */
+function report(s: Settings, records: readonly RunRecord[], kept: readonly RunRecord[], failures: readonly string[], wall: number, total: number, final: boolean): { md: string; json: unknown } {
+  // The matrix's order, whatever order the workers ended in.
+  const order = (r: RunRecord) => s.traces.findIndex((t) => t.key === r.trace) * 1e6 + r.seed;
+  const sorted = [...records].sort((a, b) => order(a) - order(b));
+  const summaries = summarize(sorted);
+  const targets = checkTargets(summaries);
+  const timing = s.traces.map((t) => {
+    const fresh = [...new Set(sorted.filter((r) => r.trace === t.key && !kept.includes(r)).map((r) => r.figures))];
+    const perPolicy = s.policies.map((p) => ({ policy: p, seconds: [...new Set(sorted.filter((r) => r.trace === t.key && r.policy === p && !kept.includes(r)).map((r) => r.figures))].reduce((x, f) => x + f.wallSeconds, 0) }));
+    return { trace: t.key, runs: fresh.length, seconds: fresh.reduce((x, f) => x + f.wallSeconds, 0), perPolicy };
+  });
+  const done = new Set(sorted.filter((r) => !kept.includes(r)).map((r) => r.figures)).size;
+  const md: string[] = [
+    `# Policy comparison (issue 17)`,
+    '',
+    `Seeds ${s.seeds.join(', ')}; --info ${s.infos.join(', ')}; --preemption-cost ${s.preemptionCostSeconds}; mean ± standard deviation over seeds.`,
+    `Tiresias and gavel read no estimate: ${s.rerunBlind ? 'run under every --info (--rerun-blind).' : 'they ran once per seed (--info none) and that run stands in every --info row ("reads none").'}`,
+    ...(kept.length > 0 ? [`Runs of ${[...new Set(kept.map((r) => r.policy))].join(', ')} reused from ${s.reuse}.`] : []),
+    `${final ? 'Measured' : 'PARTIAL, still running'}: ${done} of ${total} runs in ${hms(wall)} wall on ${s.workers} worker thread(s).`,
+  ];
+  for (const t of s.traces) {
+    const sum = summaries.find((x) => x.trace === t.key);
+    const time = timing.find((x) => x.trace === t.key);
+    md.push('', `## ${t.key}: ${t.note}`, '');
+    if (!sum) {
+      md.push('No runs yet.');
+      continue;
+    }
+    md.push(markdownTable(sum), '', `Targets for migpool (means over seeds):`, '', markdownTargets(targets, t.key));
+    if (time && time.runs > 0) md.push('', `Run time here: ${time.runs} runs, ${hms(time.seconds)} of simulation (${time.perPolicy.map((p) => `${p.policy} ${hms(p.seconds)}`).join(', ')}).`);
+  }
+  if (failures.length > 0) md.push('', '## Failed runs', '', ...failures.map((f) => `- ${f}`));
+  const settings = { traces: s.traces, policies: s.policies, info: s.infos, seeds: s.seeds, preemptionCostSeconds: s.preemptionCostSeconds, workers: s.workers, reuse: s.reuse, rerunBlind: s.rerunBlind };
+  return { md: `${md.join('\n')}\n`, json: { settings, final, wallSeconds: wall, timing, records: sorted, summaries, targets, failures } };
+}
+
 async function main(): Promise<void> {
   const s = settingsOf(process.argv.slice(2));
   if (s === null) {
@@ -173,8 +210,17 @@ async function main(): Promise<void> {
   const records: RunRecord[] = [...kept];
   const failures: string[] = [];
   const t0 = performance.now();
+  mkdirSync(s.out, { recursive: true });
+  const mdPath = join(s.out, 'compare.md');
+  const jsonPath = join(s.out, 'compare.json');
+  const write = (final: boolean): string => {
+    const r = report(s, records, kept, failures, (performance.now() - t0) / 1000, planned.length, final);
+    writeFileSync(mdPath, r.md);
+    writeFileSync(jsonPath, `${JSON.stringify(r.json, null, 1)}\n`);
+    return r.md;
+  };
   let n = 0;
-  process.stderr.write(`compare: ${planned.length} runs on ${s.workers} worker thread(s)${kept.length > 0 ? `, ${kept.length} runs reused from ${s.reuse}` : ''}\n`);
+  process.stderr.write(`compare: ${planned.length} runs on ${s.workers} worker thread(s)${kept.length > 0 ? `, ${kept.length} runs reused from ${s.reuse}` : ''}; ${mdPath} and ${jsonPath} are rewritten after every run\n`);
   await runAll(
     planned.map((p) => p.task),
     s.workers,
@@ -185,72 +231,16 @@ async function main(): Promise<void> {
       if (f instanceof Error) {
         failures.push(`${what}: ${f.message}`);
         process.stderr.write(`[${n}/${planned.length}] ${what}: FAILED: ${f.message}\n`);
-        return;
+      } else {
+        const reportAs = byId.get(t.id)?.reportAs ?? [t.info];
+        for (const info of reportAs) records.push({ trace: t.trace.key, policy: t.policy, info, seed: t.seed, figures: f, ...(reportAs.length > 1 || reportAs[0] !== t.info ? { sharedAcrossInfo: true } : {}) });
+        const eta = (elapsed / n) * (planned.length - n);
+        process.stderr.write(`[${n}/${planned.length}] ${what}: ${f.wallSeconds.toFixed(1)} s, avg JCT ${(f.avgJctSeconds / 3600).toFixed(2)} h, ${f.completed}/${f.jobs} done (elapsed ${hms(elapsed)}, about ${hms(eta)} left)\n`);
       }
-      for (const info of byId.get(t.id)?.reportAs ?? [t.info]) {
-        records.push({ trace: t.trace.key, policy: t.policy, info, seed: t.seed, figures: f, ...(byId.get(t.id)!.reportAs.length > 1 ? { sharedAcrossInfo: true } : {}) });
-      }
-      const eta = (elapsed / n) * (planned.length - n);
-      process.stderr.write(`[${n}/${planned.length}] ${what}: ${f.wallSeconds.toFixed(1)} s, avg JCT ${(f.avgJctSeconds / 3600).toFixed(2)} h, ${f.completed}/${f.jobs} done (elapsed ${hms(elapsed)}, about ${hms(eta)} left)\n`);
+      write(false);
     },
   );
-  const wall = (performance.now() - t0) / 1000;
-  // The matrix's order, whatever order the workers ended in.
-  const order = (r: RunRecord) => [s.traces.findIndex((t) => t.key === r.trace), r.seed];
-  records.sort((a, b) => {
-    const [ta, sa] = order(a) as [number, number];
-    const [tb, sb] = order(b) as [number, number];
-    return ta - tb || sa - sb;
-  });
-  const summaries = summarize(records);
-  const targets = checkTargets(summaries);
-  const timing = s.traces.map((t) => {
-    const mine = records.filter((r) => r.trace === t.key && !kept.includes(r));
-    const unique = new Set<RunFigures>(mine.map((r) => r.figures));
-    const perPolicy = s.policies.map((p) => ({ policy: p, seconds: [...new Set(mine.filter((r) => r.policy === p).map((r) => r.figures))].reduce((x, f) => x + f.wallSeconds, 0) }));
-    return { trace: t.key, runs: unique.size, seconds: [...unique].reduce((x, f) => x + f.wallSeconds, 0), perPolicy };
-  });
-  const md: string[] = [
-    `# Policy comparison (issue 17)`,
-    '',
-    `Seeds ${s.seeds.join(', ')}; --info ${s.infos.join(', ')}; --preemption-cost ${s.preemptionCostSeconds}; mean ± standard deviation over seeds.`,
-    `Tiresias and gavel read no estimate: unless --rerun-blind, they ran once per seed (--info none) and that run stands in every --info row ("reads none").`,
-    ...(kept.length > 0 ? [`Runs of ${[...new Set(kept.map((r) => r.policy))].join(', ')} reused from ${s.reuse}.`] : []),
-    `Measured: ${planned.length} runs in ${hms(wall)} wall on ${s.workers} worker thread(s).`,
-  ];
-  for (const t of s.traces) {
-    const sum = summaries.find((x) => x.trace === t.key);
-    const time = timing.find((x) => x.trace === t.key);
-    md.push('', `## ${t.key}: ${t.note}`, '');
-    if (!sum) {
-      md.push('No runs.');
-      continue;
-    }
-    md.push(markdownTable(sum), '', `Targets for migpool (means over seeds):`, '', markdownTargets(targets, t.key));
-    if (time && time.runs > 0) md.push('', `Run time here: ${time.runs} runs, ${hms(time.seconds)} of simulation (${time.perPolicy.map((p) => `${p.policy} ${hms(p.seconds)}`).join(', ')}).`);
-  }
-  if (failures.length > 0) md.push('', '## Failed runs', '', ...failures.map((f) => `- ${f}`));
-  mkdirSync(s.out, { recursive: true });
-  const mdPath = join(s.out, 'compare.md');
-  const jsonPath = join(s.out, 'compare.json');
-  writeFileSync(mdPath, `${md.join('\n')}\n`);
-  writeFileSync(
-    jsonPath,
-    `${JSON.stringify(
-      {
-        settings: { traces: s.traces, policies: s.policies, info: s.infos, seeds: s.seeds, preemptionCostSeconds: s.preemptionCostSeconds, workers: s.workers, reuse: s.reuse, rerunBlind: s.rerunBlind },
-        wallSeconds: wall,
-        timing,
-        records,
-        summaries,
-        targets,
-        failures,
-      },
-      null,
-      1,
-    )}\n`,
-  );
-  process.stdout.write(`${md.join('\n')}\n\ncompare: wrote ${mdPath} and ${jsonPath}\n`);
+  process.stdout.write(`${write(true)}\ncompare: wrote ${mdPath} and ${jsonPath}\n`);
   if (failures.length > 0) process.exitCode = 1;
 }
 
