@@ -887,7 +887,7 @@ export class PoolServiceImpl implements PoolService {
     if (this.o.now() - this.explainedAt < EXPLAIN_EVERY_MS) return;
     this.explainedAt = this.o.now();
     const view = this.view();
-    const reasons = explainPending(view, this.ctx);
+    const reasons = explainPending(view, this.ctx, this.o.policy.name);
     let own: ReadonlyMap<string, string> | undefined;
     try {
       own = this.o.policy.explain?.(view, this.ctx);
