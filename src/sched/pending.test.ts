@@ -105,7 +105,7 @@ describe('explainPending', () => {
 
     it('a small job beside them is told the policy left it there', () => {
       const view: ClusterView = { now: 0, gpus: [sevenWays(0, { 0: 'b0' })], queue: [job('s', { workload: small })], running: new Map([running('b0', true)]) };
-      expect(explainPending(view, real, 'migpool').get('s')).toBe('waiting: idle 5x1g.5gb, 1x1g.10gb slices would hold it, but policy migpool did not start it in the last pass; 0 jobs ahead in line');
+      expect(explainPending(view, real, 'migpool').get('s')).toBe('waiting: idle 5x1g.5gb, 1x1g.10gb slices (at 0.58x its speed on a whole GPU) would hold it, but policy migpool did not start it in the last pass; 0 jobs ahead in line');
     });
   });
 });

@@ -65,9 +65,13 @@ export function explainPending(view: ClusterView, ctx: PolicyContext, policy = '
 
   /** The idle resources that would hold the job now, in words ('' for none). */
   function usableNow(job: JobSpec): string {
-    const slices = idleSlices.filter(({ g, i }) => suits(job, g.model, i.profile)).map(({ i }) => i.profile.name);
+    const fitting = idleSlices.filter(({ g, i }) => suits(job, g.model, i.profile));
+    const slices = fitting.map(({ i }) => i.profile.name);
     const whole = job.exactProfile === true ? 0 : idleGpus.filter((g) => ctx.fits(job, { kind: 'whole', model: g.model })).length;
-    const parts = [...(slices.length > 0 ? [`${countList(slices)} slice${slices.length === 1 ? '' : 's'}`] : []), ...(whole > 0 ? [`${whole} whole GPU${whole === 1 ? '' : 's'}`] : [])];
+    // What a slice costs the job, a fact a policy weighs (a whole GPU may be worth waiting for).
+    const speed = Math.max(0, ...fitting.map(({ g, i }) => ctx.speedOn(job, { kind: 'instance', model: g.model, profile: i.profile.name }) / Math.max(ctx.speedOn(job, { kind: 'whole', model: g.model }), 1e-9)));
+    const slow = whole === 0 && slices.length > 0 && speed < 0.995 ? ` (at ${speed.toFixed(2)}x its speed on a whole GPU)` : '';
+    const parts = [...(slices.length > 0 ? [`${countList(slices)} slice${slices.length === 1 ? '' : 's'}${slow}`] : []), ...(whole > 0 ? [`${whole} whole GPU${whole === 1 ? '' : 's'}`] : [])];
     return parts.join(' and ');
   }
 
