@@ -103,6 +103,24 @@ describe('explainPending', () => {
       );
     });
 
+    it("adds what the idle slices are to a policy's own words that leave them out", () => {
+      const view: ClusterView = {
+        now: 0,
+        gpus: [sevenWays(0, { 0: 'b0', 1: 'b1', 4: 'b4' })],
+        queue: [job('m', { workload: medium }), job('s', { workload: small }), job('t', { workload: small })],
+        running: new Map([running('b0', true), running('b1', true), running('b4', true)]),
+      };
+      const own = new Map([
+        ['m', 'waiting for 1 whole GPU'],
+        ['s', 'held for job 7'],
+        ['t', 'waiting beside idle slices for its turn'],
+      ]);
+      const r = explainPending(view, real, 'migpool', own);
+      expect(r.get('m')).toMatch(/^waiting for 1 whole GPU; the idle slices \(3x1g\.5gb, 1x1g\.10gb\) are too small for it \(it needs 15\.5 GiB\); a 3g\.20gb on GPU 0 needs the slice of job b4, expected to end in about /);
+      expect(r.get('s')).toBe('held for job 7; idle 3x1g.5gb, 1x1g.10gb slices (at 0.58x its speed on a whole GPU) would hold it: policy migpool keeps it off them');
+      expect(r.get('t')).toBe('waiting beside idle slices for its turn');
+    });
+
     it('a small job beside them is told the policy left it there', () => {
       const view: ClusterView = { now: 0, gpus: [sevenWays(0, { 0: 'b0' })], queue: [job('s', { workload: small })], running: new Map([running('b0', true)]) };
       expect(explainPending(view, real, 'migpool').get('s')).toBe('waiting: idle 5x1g.5gb, 1x1g.10gb slices (at 0.58x its speed on a whole GPU) would hold it, but policy migpool did not start it in the last pass; 0 jobs ahead in line');

@@ -15,9 +15,12 @@ import { canEverRun, expectedRemaining, memoryNeed, profileAllows } from './poli
  * the way of such a slice (whether they may be moved, when they are expected to end); else all is
  * busy.
  *
+ * A policy's own words (`own`, from its `explain`) stand for the jobs they name, with the idle
+ * slices beside a job added where its words leave them out.
+ *
  * @param policy the policy's name, for the reasons that are its choice
  */
-export function explainPending(view: ClusterView, ctx: PolicyContext, policy = 'the policy'): Map<string, string> {
+export function explainPending(view: ClusterView, ctx: PolicyContext, policy = 'the policy', own?: ReadonlyMap<string, string>): Map<string, string> {
   const out = new Map<string, string>();
   const settled = (g: GpuView) => g.busyUntil === null || g.busyUntil <= view.now;
   const idleGpus = view.gpus.filter((g) => settled(g) && g.wholeGpuJobs.length === 0 && g.instances.every((i) => i.job === null));
@@ -34,14 +37,15 @@ export function explainPending(view: ClusterView, ctx: PolicyContext, policy = '
     const key = `${job.gpus}|${job.profile ?? ''}|${job.exactProfile === true}|${job.memoryGiB ?? ''}|${job.workload.name}`;
     let ok = runnable.get(key);
     if (ok === undefined) runnable.set(key, (ok = canEverRun(view, ctx, job)));
-    out.set(job.id, reason(job, ok, job.priority === 'foreground' ? foregroundAhead : ahead));
+    const mine = own?.get(job.id);
+    out.set(job.id, mine === undefined ? reason(job, ok, job.priority === 'foreground' ? foregroundAhead : ahead) : withIdle(job, mine));
     if (job.priority === 'foreground') foregroundAhead++;
     ahead++;
   }
   return out;
 
   function reason(job: JobSpec, fits: boolean, before: number): string {
-    const inLine = `${before} job${before === 1 ? '' : 's'} ahead in line`;
+    const inLine = aheadInLine(before);
     if (!fits) return job.exactProfile === true ? `does not fit any GPU here: no GPU here offers ${job.profile} (or its memory does not hold the job)` : 'does not fit any GPU here';
     if (job.gpus > 1) {
       const idle = idleGpus.filter((g) => ctx.fits(job, { kind: 'whole', model: g.model })).length;
@@ -61,6 +65,19 @@ export function explainPending(view: ClusterView, ctx: PolicyContext, policy = '
     }
     if (idleSlices.length === 0) return `waiting for a free slice or GPU (all busy; ${inLine})`;
     return `waiting for a whole GPU or a larger slice: the idle slices (${countList(idleSlices.map((x) => x.i.profile.name))}) are too small for it${needOf(job)}; ${larger(job, inLine)}`;
+  }
+
+  /**
+   * The policy's words for a single-GPU job, with what the view says of the idle slices beside it
+   * when the words do not mention them: why those slices do not serve it (too small, and what a
+   * big enough one waits for), or that they would and the policy keeps it off them.
+   */
+  function withIdle(job: JobSpec, words: string): string {
+    if (job.gpus > 1 || idleSlices.length === 0 || /\bidle\b/i.test(words)) return words;
+    const usable = usableNow(job);
+    if (usable !== '') return `${words}; idle ${usable} would hold it: ${by} keeps it off them`;
+    if (job.exactProfile === true) return words;
+    return `${words}; the idle slices (${countList(idleSlices.map((x) => x.i.profile.name))}) are too small for it${needOf(job)}; ${larger(job, aheadInLine(view.queue.indexOf(job)))}`;
   }
 
   /** The idle resources that would hold the job now, in words ('' for none). */
@@ -113,6 +130,10 @@ function needOf(job: JobSpec): string {
   const floor = job.profile !== null ? `at least a ${job.profile}` : null;
   if (gib === null) return floor === null ? '' : ` (it asked for ${floor})`;
   return ` (it needs ${Number(gib.toFixed(1))} GiB${floor === null ? '' : ` and ${floor}`})`;
+}
+
+function aheadInLine(n: number): string {
+  return `${n} job${n === 1 ? '' : 's'} ahead in line`;
 }
 
 /** `2x1g.5gb, 1x2g.10gb` in first-seen order. */
