@@ -65,16 +65,18 @@ describe('a queued job beside idle slices (the live demo)', () => {
     expect(ending.length).toBeGreaterThanOrEqual(3);
     for (const id of ending) await service.cancel(id);
     await until('the slices idle', async () => ((await service.gpus())[0]!.instances.filter((i) => i.job === null).length >= ending.length ? true : null));
+    // The idle slices are too small, and a big enough slice waits for jobs that may not be moved:
+    // said by the generic reason, or added to the policy's own words (src/sched/pending.ts).
+    // Reasons are refreshed at most once a second: wait for one given beside the idle slices.
+    const fact = /the idle slices \([^)]*1g\.5gb[^)]*\) are too small for it \(it needs 15\.5 GiB\); a 3g\.20gb on GPU 0 needs the slices? of job [\d, ]+, which may not be moved, expected to end in about /;
+    let last: string | null = null;
     const outcome = await until('a start or a reason beside the idle slices', async () => {
       const j = await service.getJob(medium.id);
       if (j && j.state !== 'queued') return j.state;
-      const idle = (await service.gpus())[0]!.instances.some((i) => i.job === null);
-      return idle && j?.pending && !/all busy/.test(j.pending) ? j.pending : null;
-    });
+      last = j?.pending ?? null;
+      return last !== null && fact.test(last) ? last : null;
+    }).catch(() => `no start, and the last reason was: ${last}`);
     if (outcome === 'running' || outcome === 'starting') return;
-    // The idle slices are too small, and a big enough slice waits for jobs that may not be moved:
-    // said by the generic reason, or added to the policy's own words (src/sched/pending.ts).
-    const fact = /the idle slices \([^)]*1g\.5gb[^)]*\) are too small for it \(it needs 15\.5 GiB\); a 3g\.20gb on GPU 0 needs the slices? of job [\d, ]+, which may not be moved, expected to end in about /;
     expect(outcome).toMatch(fact);
     if (policy.explain === undefined) expect(outcome).toMatch(/^waiting for a whole GPU or a larger slice: /);
     expect(smalls).toHaveLength(7);
