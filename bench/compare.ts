@@ -29,7 +29,9 @@ const HELP = `usage: npm run compare -- [options]
   --workers N            worker threads (default 2, at most the cores)
   --out DIR              where compare.md and compare.json go (default compare-results)
   --reuse FILE.json      take the runs of policies not in --policies from an earlier compare.json
-  --rerun-blind          run tiresias and gavel under every --info too (they read no estimate)`;
+  --rerun-blind          run tiresias and gavel under every --info too (they read no estimate)
+  --report-from FILES    simulate nothing: write the tables from the runs in these compare.json files
+                         (comma-separated; a later file's run replaces an earlier one's)`;
 
 interface Settings {
   readonly traces: MatrixTrace[];
@@ -41,6 +43,7 @@ interface Settings {
   readonly out: string;
   readonly reuse: string | null;
   readonly rerunBlind: boolean;
+  readonly reportFrom: string[] | null;
 }
 
 function list(value: string | undefined, fallback: readonly string[]): string[] {
@@ -67,6 +70,7 @@ function settingsOf(argv: string[]): Settings | null {
       out: { type: 'string' },
       reuse: { type: 'string' },
       'rerun-blind': { type: 'boolean' },
+      'report-from': { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -93,7 +97,7 @@ function settingsOf(argv: string[]): Settings | null {
   if (!(cost >= 0)) throw badInput(`--preemption-cost must be a non-negative number of seconds, got '${values['preemption-cost']}'`);
   const workers = Math.min(whole(values.workers, 2, '--workers', 1), availableParallelism());
   if (traces.length === 0 || policies.length === 0 || infos.length === 0) throw badInput('--traces, --policies and --info each need at least one entry');
-  return { traces, policies, infos, seeds, preemptionCostSeconds: cost, workers, out: values.out ?? 'compare-results', reuse: values.reuse ?? null, rerunBlind: values['rerun-blind'] === true };
+  return { traces, policies, infos, seeds, preemptionCostSeconds: cost, workers, out: values.out ?? 'compare-results', reuse: values.reuse ?? null, rerunBlind: values['rerun-blind'] === true, reportFrom: values['report-from'] === undefined ? null : list(values['report-from'], []) };
 }
 
 /** A task and the (info) rows its figures are reported under. */
@@ -147,18 +151,31 @@ function hms(seconds: number): string {
   return m > 0 ? `${m} min ${Math.round(seconds - m * 60)} s` : `${seconds.toFixed(1)} s`;
 }
 
+/** The runs of a compare.json that npm run compare wrote. */
+function recordsOf(file: string, flag: string): RunRecord[] {
+  let json: { records?: RunRecord[] };
+  try {
+    json = JSON.parse(readFileSync(file, 'utf8')) as { records?: RunRecord[] };
+  } catch (e) {
+    throw badInput(`${flag} '${file}': cannot read it as JSON (${e instanceof Error ? e.message : String(e)}); give a compare.json that npm run compare wrote`);
+  }
+  if (!Array.isArray(json.records)) throw badInput(`${flag} '${file}': no "records" list; give a compare.json that npm run compare wrote`);
+  return json.records;
+}
+
 /** Earlier runs to keep: those of other policies, on the traces, models and seeds asked for. */
 function reused(s: Settings): RunRecord[] {
   if (s.reuse === null) return [];
-  let json: { records?: RunRecord[] };
-  try {
-    json = JSON.parse(readFileSync(s.reuse, 'utf8')) as { records?: RunRecord[] };
-  } catch (e) {
-    throw badInput(`--reuse '${s.reuse}': cannot read it as JSON (${e instanceof Error ? e.message : String(e)}); give a compare.json that npm run compare wrote`);
-  }
-  if (!Array.isArray(json.records)) throw badInput(`--reuse '${s.reuse}': no "records" list; give a compare.json that npm run compare wrote`);
   const keys = new Set(s.traces.map((t) => t.key));
-  return json.records.filter((r) => keys.has(r.trace) && !s.policies.includes(r.policy) && s.infos.includes(r.info) && s.seeds.includes(r.seed));
+  return recordsOf(s.reuse, '--reuse').filter((r) => keys.has(r.trace) && !s.policies.includes(r.policy) && s.infos.includes(r.info) && s.seeds.includes(r.seed));
+}
+
+/** `--report-from`: the saved runs of the traces, models and seeds asked for, a later file's replacing an earlier one's. */
+function saved(s: Settings, files: readonly string[]): RunRecord[] {
+  const byKey = new Map<string, RunRecord>();
+  const keys = new Set(s.traces.map((t) => t.key));
+  for (const f of files) for (const r of recordsOf(f, '--report-from')) if (keys.has(r.trace) && s.infos.includes(r.info) && s.seeds.includes(r.seed)) byKey.set(`${r.trace}|${r.policy}|${r.info}|${r.seed}`, r);
+  return [...byKey.values()];
 }
 
 /** The markdown report and the JSON of the runs so far. */
@@ -194,7 +211,7 @@ function report(s: Settings, records: readonly RunRecord[], kept: readonly RunRe
     if (time && time.runs > 0) md.push('', `Run time here: ${time.runs} runs, ${hms(time.seconds)} of simulation (${time.perPolicy.map((p) => `${p.policy} ${hms(p.seconds)}`).join(', ')}).`);
   }
   if (failures.length > 0) md.push('', '## Failed runs', '', ...failures.map((f) => `- ${f}`));
-  const settings = { traces: s.traces, policies: s.policies, info: s.infos, seeds: s.seeds, preemptionCostSeconds: s.preemptionCostSeconds, workers: s.workers, reuse: s.reuse, rerunBlind: s.rerunBlind };
+  const settings = { traces: s.traces, policies: s.policies, info: s.infos, seeds: s.seeds, preemptionCostSeconds: s.preemptionCostSeconds, workers: s.workers, reuse: s.reuse, rerunBlind: s.rerunBlind, reportFrom: s.reportFrom };
   return { md: `${md.join('\n')}\n`, json: { settings, final, wallSeconds: wall, timing, records: sorted, summaries, targets, failures } };
 }
 
@@ -202,6 +219,17 @@ async function main(): Promise<void> {
   const s = settingsOf(process.argv.slice(2));
   if (s === null) {
     process.stdout.write(`${HELP}\n`);
+    return;
+  }
+  if (s.reportFrom !== null) {
+    const records = saved(s, s.reportFrom);
+    const policies = [...new Set([...s.policies, ...records.map((r) => r.policy)])].filter((p) => records.some((r) => r.policy === p));
+    const r = report({ ...s, policies }, records, [], [], 0, records.length, true);
+    const md = r.md.replace(/^Measured: .*$/m, `Tables from the runs saved in ${s.reportFrom.join(', ')} (nothing simulated now; run times as measured then).`);
+    mkdirSync(s.out, { recursive: true });
+    writeFileSync(join(s.out, 'compare.md'), md);
+    writeFileSync(join(s.out, 'compare.json'), `${JSON.stringify(r.json, null, 1)}\n`);
+    process.stdout.write(`${md}\ncompare: wrote ${join(s.out, 'compare.md')} and ${join(s.out, 'compare.json')}\n`);
     return;
   }
   const kept = reused(s);
