@@ -56,7 +56,17 @@ function whole(value: string | undefined, fallback: number, flag: string, min: n
   return Number(value);
 }
 
+/** The settings; node:util parseArgs's errors (an unknown option, a missing value) as one-line bad input. */
 function settingsOf(argv: string[]): Settings | null {
+  try {
+    return settingsFrom(argv);
+  } catch (e) {
+    if (e instanceof MigpoolError) throw e;
+    throw badInput(`${e instanceof Error ? e.message : String(e)}; see npm run compare -- --help`);
+  }
+}
+
+function settingsFrom(argv: string[]): Settings | null {
   const { values } = parseArgs({
     args: argv,
     options: {
