@@ -56,6 +56,9 @@ describe('the comparison of policies', () => {
     const none = results.filter((r) => r.info === 'none');
     expect(none.find((r) => r.target.startsWith('big-job'))).toMatchObject({ verdict: 'n/a', detail: 'the trace has no jobs of 4 GPUs or more' });
     expect(none.find((r) => r.target.startsWith('avg JCT'))).toMatchObject({ verdict: 'n/a', detail: 'no tiresias run' });
+    // A peer at the lower bound: 0.9x of it cannot be reached, and the check says so.
+    const bound = checkTargets(summarize([run('tiresias', 1, { avgJctSeconds: 5 * H }), run('migpool', 1, { avgJctSeconds: 5 * H })]));
+    expect(bound.find((r) => r.target.startsWith('avg JCT'))?.detail).toBe('1.000x tiresias (limit 0.90x): 11.1% over; out of reach: the lower bound is 1.000x tiresias');
     // The same figure (as means of equal numbers may come out a hair apart) passes a limit of 1x.
     const tie = checkTargets(summarize([run('exclusive', 1, { bigP99JctSeconds: 0.3 }), run('migpool', 1, { bigP99JctSeconds: 0.1 + 0.2 })]));
     expect(tie.find((r) => r.target.startsWith('big-job'))?.verdict).toBe('PASS');
