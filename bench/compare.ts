@@ -31,7 +31,7 @@ const HELP = `usage: npm run compare -- [options]
   --reuse FILE.json      take the runs of policies not in --policies from an earlier compare.json
   --rerun-blind          run tiresias and gavel under every --info too (they read no estimate)
   --report-from FILES    simulate nothing: write the tables from the runs in these compare.json files
-                         (comma-separated; a later file's run replaces an earlier one's)`;
+                         (comma-separated; a later file's runs of a policy on a trace replace all earlier ones)`;
 
 interface Settings {
   readonly traces: MatrixTrace[];
@@ -180,12 +180,23 @@ function reused(s: Settings): RunRecord[] {
   return recordsOf(s.reuse, '--reuse').filter((r) => keys.has(r.trace) && !s.policies.includes(r.policy) && s.infos.includes(r.info) && s.seeds.includes(r.seed));
 }
 
-/** `--report-from`: the saved runs of the traces, models and seeds asked for, a later file's replacing an earlier one's. */
+/**
+ * `--report-from`: the saved runs of the traces, models and seeds asked for. A policy's runs on a
+ * trace all come from the last file that has any (never one policy version's seeds beside another's).
+ */
 function saved(s: Settings, files: readonly string[]): RunRecord[] {
-  const byKey = new Map<string, RunRecord>();
+  const byPolicy = new Map<string, RunRecord[]>();
   const keys = new Set(s.traces.map((t) => t.key));
-  for (const f of files) for (const r of recordsOf(f, '--report-from')) if (keys.has(r.trace) && s.infos.includes(r.info) && s.seeds.includes(r.seed)) byKey.set(`${r.trace}|${r.policy}|${r.info}|${r.seed}`, r);
-  return [...byKey.values()];
+  for (const f of files) {
+    const mine = new Map<string, RunRecord[]>();
+    for (const r of recordsOf(f, '--report-from')) {
+      if (!keys.has(r.trace) || !s.infos.includes(r.info) || !s.seeds.includes(r.seed)) continue;
+      const k = `${r.trace}|${r.policy}`;
+      mine.set(k, [...(mine.get(k) ?? []), r]);
+    }
+    for (const [k, runs] of mine) byPolicy.set(k, runs);
+  }
+  return [...byPolicy.values()].flat();
 }
 
 /** The markdown report and the JSON of the runs so far. */
