@@ -1005,15 +1005,14 @@ export class PoolServiceImpl implements PoolService {
     if (this.o.now() - this.explainedAt < EXPLAIN_EVERY_MS) return;
     this.explainedAt = this.o.now();
     const view = this.view();
-    const reasons = explainPending(view, this.ctx);
     let own: ReadonlyMap<string, string> | undefined;
     try {
       own = this.o.policy.explain?.(view, this.ctx);
     } catch (e) {
       this.o.log?.(`policy ${this.o.policy.name} could not explain its queue: ${e instanceof Error ? e.message : String(e)}`);
     }
-    if (this.reconfiguring.size > 0) for (const id of reasons.keys()) reasons.set(id, `re-partitioning GPU ${[...this.reconfiguring].join(', ')}`);
-    if (own) for (const [id, why] of own) if (reasons.has(id)) reasons.set(id, why);
+    const reasons = explainPending(view, this.ctx, this.o.policy.name, own);
+    if (this.reconfiguring.size > 0) for (const id of reasons.keys()) if (!own?.has(id)) reasons.set(id, `re-partitioning GPU ${[...this.reconfiguring].join(', ')}`);
     for (const [id, why] of this.gate.held) reasons.set(id, why);
     this.pending = reasons;
   }

@@ -3,7 +3,7 @@ import { resolveGpuModel } from '../mig/catalog/index.js';
 import { resolveWorkload } from '../perf/workloads.js';
 import { createPolicyContext } from './context.js';
 import { explainPending } from './pending.js';
-import type { ClusterView, GpuView, JobSpec, PolicyContext } from './types.js';
+import type { ClusterView, GpuView, JobSpec, PolicyContext, RunningJobView } from './types.js';
 
 const a100 = resolveGpuModel('A100-SXM4-40GB');
 const small = resolveWorkload('small');
@@ -37,17 +37,19 @@ describe('explainPending', () => {
     const r = explainPending(view, ctx);
     expect(r.get('big')).toBe('does not fit any GPU here');
     expect(r.get('exact')).toMatch(/^does not fit any GPU here: no GPU here offers 7g\.80gb/);
-    expect(r.get('slice')).toBe('waiting for a 1g.5gb slice (held by job r1, r2, r3, ...)');
+    expect(r.get('slice')).toBe('waiting for a 1g.5gb slice (it asked for exactly that profile; held by job r1, r2, r3, ...)');
     expect(r.get('any')).toBe('waiting for a free slice or GPU (all busy; 3 jobs ahead in line)');
-    expect(r.get('bg')).toBe('behind 4 jobs of higher priority');
+    expect(r.get('bg')).toBe('waiting for a free slice or GPU (all busy; 4 jobs ahead in line)');
   });
 
   it('says which idle slices a job waits beside, and whether they are too small for it', () => {
     const view: ClusterView = { now: 0, gpus: [cut(0, ['r1', null, null, 'r4', 'r5', 'r6', 'r7'])], queue: [job('fits'), job('big', { memoryGiB: 20 })], running: new Map() };
     const fitsByMemory = { ...ctx, fits: (j: JobSpec, on: { kind: string }) => on.kind !== 'instance' || (j.memoryGiB ?? 0) <= 4.75 } as PolicyContext;
     const r = explainPending(view, fitsByMemory);
-    expect(r.get('fits')).toBe('waiting: idle slices (2x1g.5gb) were not given to it in the last pass; 0 jobs ahead in line');
-    expect(r.get('big')).toBe('waiting for a whole GPU or a larger slice: the idle slices (2x1g.5gb) are too small for it');
+    expect(r.get('fits')).toBe('waiting: idle 2x1g.5gb slices would hold it, but the policy did not start it in the last pass; 0 jobs ahead in line');
+    expect(r.get('big')).toBe(
+      'waiting for a whole GPU or a larger slice: the idle slices (2x1g.5gb) are too small for it (it needs 20 GiB); no GPU here can be cut into a slice that holds it: it waits for a whole GPU (1 job ahead in line)',
+    );
   });
 
   it('tells a job of unknown memory beside idle slices that it waits for a whole GPU, and how to let it use a slice', () => {
@@ -58,9 +60,77 @@ describe('explainPending', () => {
   });
 
   it('names whole GPUs wanted and GPUs being re-partitioned', () => {
-    const g = (id: number, busyUntil: number | null): GpuView => ({ id, model: a100, migEnabled: false, instances: [], wholeGpuJobs: [], sharing: 'exclusive', busyUntil });
-    const r = explainPending({ now: 0, gpus: [g(0, 5), g(1, null), g(2, null)], queue: [job('two', { gpus: 2 }), job('one')], running: new Map() }, ctx);
-    expect(r.get('two')).toBe('waiting for 2 whole GPUs (3 idle)');
+    const g = (id: number, busyUntil: number | null, jobs: string[] = []): GpuView => ({ id, model: a100, migEnabled: false, instances: [], wholeGpuJobs: jobs, sharing: 'exclusive', busyUntil });
+    const r = explainPending({ now: 0, gpus: [g(0, 5), g(1, null, ['w1']), g(2, null)], queue: [job('two', { gpus: 2 }), job('one', { profile: '1g.5gb', exactProfile: true })], running: new Map() }, ctx);
+    expect(r.get('two')).toBe('waiting for 2 whole GPUs (1 idle)');
     expect(r.get('one')).toBe('re-partitioning GPU 0');
+    const idle = explainPending({ now: 0, gpus: [g(0, null), g(1, null)], queue: [job('two', { gpus: 2 }), job('bg', { priority: 'background' })], running: new Map() }, ctx, 'migpool');
+    expect(idle.get('two')).toBe('waiting for 2 whole GPUs (2 idle): policy migpool did not start it in the last pass');
+    expect(idle.get('bg')).toBe('behind 1 job of higher priority: idle 2 whole GPUs would hold it, but policy migpool serves those first');
+  });
+
+  // The live demo (issue 17): queued ResNet-50/ImageNet-64 jobs (15.5 GiB) beside idle 1g.5gb and
+  // 1g.10gb slices of a GPU cut seven ways, with no word on why. Real memory fits, real placements.
+  describe('beside idle slices too small for the job', () => {
+    const real = createPolicyContext({ random: () => 0, reconfigureSeconds: 5 });
+    const medium = resolveWorkload('medium');
+    const profile = (name: string) => a100.giProfiles.find((p) => p.name === name)!;
+    /** GPU 1 as the demo left it: 1g.5gb at 0..5 and a 1g.10gb at 6, jobs on some. */
+    const sevenWays = (id: number, busy: Record<number, string>): GpuView => ({
+      id,
+      model: a100,
+      migEnabled: true,
+      instances: [0, 1, 2, 3, 4, 5, 6].map((start) => ({ gpu: id, profile: profile(start === 6 ? '1g.10gb' : '1g.5gb'), start, size: start === 6 ? 2 : 1, job: busy[start] ?? null })),
+      wholeGpuJobs: [],
+      sharing: 'exclusive',
+      busyUntil: null,
+    });
+    const running = (id: string, preemptible: boolean): [string, RunningJobView] => [
+      id,
+      { spec: job(id, { estimate: 600, preemptible }), placement: { kind: 'instance', gpu: 1, start: 0 }, started: 0, done: 100, speed: 0.5 },
+    ];
+
+    it('names the jobs whose slices a big enough slice needs, whether they may be moved, and when they are expected to end', () => {
+      const full = sevenWays(0, { 0: 'a0', 1: 'a1', 2: 'a2', 3: 'a3', 4: 'a4', 5: 'a5', 6: 'a6' });
+      const view: ClusterView = {
+        now: 100,
+        gpus: [full, sevenWays(1, { 0: 'b0', 1: 'b1', 4: 'b4' })],
+        queue: [job('m', { workload: medium, estimate: 40 })],
+        running: new Map([running('b0', false), running('b1', false), running('b4', false)]),
+      };
+      expect(explainPending(view, real, 'migpool').get('m')).toBe(
+        'waiting for a whole GPU or a larger slice: the idle slices (3x1g.5gb, 1x1g.10gb) are too small for it (it needs 15.5 GiB); a 3g.20gb on GPU 1 needs the slice of job b4, which may not be moved, expected to end in about 17 min by its estimate',
+      );
+    });
+
+    it("says when a GPU's idle slices could be re-cut into one that holds it: the policy's choice", () => {
+      const view: ClusterView = { now: 0, gpus: [sevenWays(0, { 0: 'b0', 1: 'b1' })], queue: [job('m', { workload: medium })], running: new Map([running('b0', true), running('b1', true)]) };
+      expect(explainPending(view, real, 'migpool').get('m')).toBe(
+        "waiting for a whole GPU or a larger slice: the idle slices (4x1g.5gb, 1x1g.10gb) are too small for it (it needs 15.5 GiB); GPU 0's idle slices could be re-cut into a 3g.20gb that holds it, which policy migpool has not chosen to do",
+      );
+    });
+
+    it("adds what the idle slices are to a policy's own words that leave them out", () => {
+      const view: ClusterView = {
+        now: 0,
+        gpus: [sevenWays(0, { 0: 'b0', 1: 'b1', 4: 'b4' })],
+        queue: [job('m', { workload: medium }), job('s', { workload: small }), job('t', { workload: small })],
+        running: new Map([running('b0', true), running('b1', true), running('b4', true)]),
+      };
+      const own = new Map([
+        ['m', 'waiting for 1 whole GPU'],
+        ['s', 'held for job 7'],
+        ['t', 'waiting beside idle slices for its turn'],
+      ]);
+      const r = explainPending(view, real, 'migpool', own);
+      expect(r.get('m')).toMatch(/^waiting for 1 whole GPU; the idle slices \(3x1g\.5gb, 1x1g\.10gb\) are too small for it \(it needs 15\.5 GiB\); a 3g\.20gb on GPU 0 needs the slice of job b4, expected to end in about /);
+      expect(r.get('s')).toBe('held for job 7; idle 3x1g.5gb, 1x1g.10gb slices (at 0.58x its speed on a whole GPU) would hold it: policy migpool keeps it off them');
+      expect(r.get('t')).toBe('waiting beside idle slices for its turn');
+    });
+
+    it('a small job beside them is told the policy left it there', () => {
+      const view: ClusterView = { now: 0, gpus: [sevenWays(0, { 0: 'b0' })], queue: [job('s', { workload: small })], running: new Map([running('b0', true)]) };
+      expect(explainPending(view, real, 'migpool').get('s')).toBe('waiting: idle 5x1g.5gb, 1x1g.10gb slices (at 0.58x its speed on a whole GPU) would hold it, but policy migpool did not start it in the last pass; 0 jobs ahead in line');
+    });
   });
 });

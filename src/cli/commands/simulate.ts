@@ -36,7 +36,8 @@ import { writeJson, writeUserFile, type Io } from '../io.js';
 import { renderTable } from '../table.js';
 import { builtInScalingModel, packageRoot } from '../package-data.js';
 
-interface SimulateOptions {
+/** The flags of `migpool simulate` (as commander gives them); `loadTrace` reads trace, arrivalRate. */
+export interface SimulateOptions {
   trace: string;
   fleet: string;
   policies: string;
@@ -97,14 +98,18 @@ function withFlag<T>(flag: string, f: () => T): T {
   }
 }
 
-interface LoadedTrace {
+/** A trace as `loadTrace` reads it. */
+export interface LoadedTrace {
   readonly jobs: TraceJob[];
   readonly skipped: readonly SkippedRows[];
   readonly notes: string[];
 }
 
-/** Reads the jobs `--trace` names: a built-in trace, the synthetic generator, or a file in any of the three formats. */
-function loadTrace(opts: SimulateOptions, fleet: Fleet, mix: WorkloadMix, seed: number, limit: number | undefined): LoadedTrace {
+/**
+ * Reads the jobs `--trace` names: a built-in trace, the synthetic generator, or a file in any of the
+ * three formats (also the comparison runner's, bench/compare.ts).
+ */
+export function loadTrace(opts: Pick<SimulateOptions, 'trace' | 'arrivalRate'> & { readonly workload?: readonly string[] }, fleet: Fleet, mix: WorkloadMix, seed: number, limit: number | undefined): LoadedTrace {
   const random = createRandom(seed);
   const model = fleet.gpus[0];
   if (!model) throw badInput(`--fleet '${fleet.spec}' has no GPUs`);
@@ -141,7 +146,7 @@ function loadTrace(opts: SimulateOptions, fleet: Fleet, mix: WorkloadMix, seed: 
   const text = readFileSync(opts.trace, 'utf8');
   const format = traceFormatOf(text);
   if (format.name === 'alibaba') return alibaba(text, opts.trace);
-  return { ...format.read(text, { random, mix, gpuModel: model, file: opts.trace, workloads: workloadFiles(opts.workload), ...(limit === undefined ? {} : { limit }) }), notes };
+  return { ...format.read(text, { random, mix, gpuModel: model, file: opts.trace, workloads: workloadFiles(opts.workload ?? []), ...(limit === undefined ? {} : { limit }) }), notes };
 }
 
 /** Every job's profile must exist on some GPU of the fleet. */
