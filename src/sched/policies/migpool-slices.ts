@@ -82,7 +82,13 @@ function packsNow(job: JobSpec, model: GpuModel, ctx: PolicyContext): boolean {
   return ctx.fits(job, on) && pack.count * ctx.speedOn(job, on) >= PACK_GAIN;
 }
 
-const suitCache = new WeakMap<JobSpec, readonly { readonly model: GpuModel; readonly profile: string }[]>();
+/** A profile that suits a job, with its picker key. */
+interface Suit {
+  readonly model: GpuModel;
+  readonly profile: string;
+  readonly key: string;
+}
+const suitCache = new WeakMap<JobSpec, readonly Suit[]>();
 const sizeCache = new WeakMap<GpuModel, GpuModel['giProfiles']>();
 /** A model's profiles, fewest compute slices first, then least memory. */
 function bySize(model: GpuModel): GpuModel['giProfiles'] {
@@ -110,12 +116,22 @@ export class SlicePool {
   /** GPUs an idle instance of which was handed out or is awaited (not to be turned back to whole). */
   readonly wanted = new Set<number>();
   private readonly models: readonly GpuModel[];
+  /** Idle usable instances not handed out yet (all profiles). */
+  private idleLeft = 0;
+  /** Slices being created not promised yet (all profiles). */
+  private pendingLeft = 0;
 
   constructor(
     private readonly view: ClusterView,
     private readonly ctx: PolicyContext,
   ) {
     this.models = fleetModels(view).filter((m) => packProfile(m) !== null);
+    for (const m of this.models) {
+      for (const p of m.giProfiles) {
+        const [busy, idle] = idleInstancesOf(view, m.name, p.name);
+        this.idleLeft += busy.size + idle.size;
+      }
+    }
     for (const g of reconfiguringGpus(view)) {
       if (!g.migEnabled) continue;
       for (const i of g.instances) {
@@ -133,9 +149,11 @@ export class SlicePool {
 
   /** An idle, usable instance that suits the job (profile asked, memory), or null. */
   take(job: JobSpec): SliceGrant | null {
-    for (const { model, profile } of this.suiting(job)) {
-      const inst = this.picker(model.name, profile).take();
+    if (this.idleLeft === 0) return null;
+    for (const { model, profile, key } of this.suiting(job)) {
+      const inst = this.picker(model.name, profile, key).take();
       if (inst) {
+        this.idleLeft--;
         this.wanted.add(inst.gpu);
         return { gpu: inst.gpu, start: inst.start, profile };
       }
@@ -144,13 +162,13 @@ export class SlicePool {
   }
 
   /** The profiles that suit a job (it may run there, it fits), smallest first, cached per job. */
-  private suiting(job: JobSpec): readonly { readonly model: GpuModel; readonly profile: string }[] {
+  private suiting(job: JobSpec): readonly Suit[] {
     let out = suitCache.get(job);
     if (!out) {
-      const list: { model: GpuModel; profile: string }[] = [];
+      const list: Suit[] = [];
       for (const m of this.models) {
         for (const p of bySize(m)) {
-          if (profileAllows(job, p.name, m) && this.ctx.fits(job, { kind: 'instance', model: m, profile: p.name })) list.push({ model: m, profile: p.name });
+          if (profileAllows(job, p.name, m) && this.ctx.fits(job, { kind: 'instance', model: m, profile: p.name })) list.push({ model: m, profile: p.name, key: `${m.name}|${p.name}` });
         }
       }
       suitCache.set(job, (out = list));
@@ -160,9 +178,11 @@ export class SlicePool {
 
   /** Takes a slice being created that suits the job; false when none. */
   takePending(job: JobSpec): boolean {
+    if (this.pendingLeft === 0) return false;
     for (const e of this.pending.values()) {
       if (e.n > 0 && profileAllows(job, e.profile, e.model) && this.ctx.fits(job, { kind: 'instance', model: e.model, profile: e.profile })) {
         e.n--;
+        this.pendingLeft--;
         return true;
       }
     }
@@ -184,14 +204,14 @@ export class SlicePool {
 
   /** Notes `n` slices of `profile` being created on a GPU of `model` (for jobs to wait for). */
   addPending(model: GpuModel, profile: string, n: number): void {
+    this.pendingLeft += n;
     const key = `${model.name}|${profile}`;
     const e = this.pending.get(key);
     if (e) e.n += n;
     else this.pending.set(key, { model, profile, n });
   }
 
-  private picker(model: string, profile: string): Picker<InstanceView> {
-    const key = `${model}|${profile}`;
+  private picker(model: string, profile: string, key: string): Picker<InstanceView> {
     let p = this.pickers.get(key);
     if (!p) {
       const [busy, idle] = idleInstancesOf(this.view, model, profile);

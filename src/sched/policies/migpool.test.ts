@@ -114,7 +114,7 @@ describe('migpool policy', () => {
     expect(uncapped.result.preemptions.maxPerJob).toBeGreaterThan(MAX_PREEMPTIONS);
   });
 
-  it('holds GPUs for a big job that has waited long, instead of letting small jobs pass it forever', () => {
+  it('puts a big job that has waited long ahead of all, instead of letting small jobs pass it forever', () => {
     // Four GPUs; a 4-GPU job arrives while single-GPU jobs keep the fleet busy and keep coming
     // (one every 15 minutes, 1 h each: the fleet is always short of one GPU for the big job).
     const smalls = Array.from({ length: 120 }, (_, i) => job(`s${i}`, 900 * i, 3600, { workload: large }));
