@@ -124,7 +124,8 @@ describe('migpool policy', () => {
     const unguarded = run('4xA100-SXM4-40GB', [...smalls, big], { ageMinSeconds: 1e12 });
     expect(unguarded.result.metrics.completed).toBe(121);
     expect(bigEnd(unguarded.result)).toBeGreaterThan(29 * 3600);
-    // With it, it starts once it has waited the guard's time and the GPUs drained (within an hour).
+    // With it, it goes first once it has waited the guard's time, and starts when the minimum
+    // runs of the jobs it preempts are over.
     const guarded = run('4xA100-SXM4-40GB', [...smalls, big], { ageMinSeconds: 6 * 3600 });
     expect(guarded.result.metrics.completed).toBe(121);
     expect(bigEnd(guarded.result)).toBeLessThan(6 * 3600 + 3600 + 3600);
