@@ -264,12 +264,17 @@ export function migpoolPolicy(tuning: Partial<MigpoolTuning> = {}): Policy {
       }
       let background = false;
       nextAging = Infinity;
+      // Whole GPUs wanted by the queued jobs that can run (the pass subtracts what it reaches).
+      let demand = 0;
       for (const j of view.queue) {
         const st = stateOf(view, j.id, Math.min(view.now, j.arrival));
         if (j.priority === 'background') background = true;
-        // Starvation guard: a job waiting long against its run so far goes ahead of all.
+        if (canRun(view, ctx, j)) demand += j.gpus;
+        // Starvation guard: a job waiting long against its run so far goes ahead of all (its
+        // history is read only once it has waited the guard's minimum).
         if (st.level > 0 && j.gpus >= t.ageGpus) {
-          const agesAt = st.waitingSince + Math.max(t.ageMinSeconds, (t.ageFactor * historyOf(view, j.id).attainedGpuSeconds) / j.gpus);
+          const least = st.waitingSince + t.ageMinSeconds;
+          const agesAt = least > view.now ? least : st.waitingSince + Math.max(t.ageMinSeconds, (t.ageFactor * historyOf(view, j.id).attainedGpuSeconds) / j.gpus);
           if (agesAt <= view.now) {
             const q = queues[st.level] as string[];
             q.splice(q.indexOf(j.id), 1);
@@ -298,8 +303,7 @@ export function migpoolPolicy(tuning: Partial<MigpoolTuning> = {}): Policy {
       }
       // Whole GPUs still wanted by the jobs the pass has not reached: when they exceed what is
       // left, jobs wait, and young jobs go on slices.
-      let demand = free - idle.size;
-      for (const j of view.queue) if (canRun(view, ctx, j)) demand += j.gpus;
+      demand += free - idle.size;
 
       const slices = new SlicePool(view, ctx);
       const preempts: Decision[] = [];
