@@ -1,4 +1,4 @@
-import type { ClusterView, Decision, GpuView, JobSpec, Policy, PolicyContext } from '../types.js';
+import type { ClusterView, Decision, GpuView, JobSpec, Policy, PolicyContext, RunningJobView } from '../types.js';
 import { canEverRun, chain, historyOf, idleMigGpus, isSettled, Picker, wholeGpusWith } from './common.js';
 import { explainWaiting, type WaitReason } from './migpool-explain.js';
 import { denseLayout, gpuAt, SlicePool, type SliceGrant } from './migpool-slices.js';
@@ -243,10 +243,52 @@ export function migpoolPolicy(tuning: Partial<MigpoolTuning> = {}): Policy {
     return Math.max(t.minRunSeconds, t.minRunFactor * before);
   };
 
+  /**
+   * Moves jobs on slices that crossed the first threshold (and may be preempted now) to whole GPUs
+   * of `picker`, at most `free`, first seen first; appends the decisions.
+   */
+  const promote = (view: ClusterView, ctx: PolicyContext, picker: Picker<GpuView>, free: number, decisions: Decision[]): void => {
+    if (free < 1 || onSlices.size === 0) return;
+    const old: string[] = [];
+    for (const id of onSlices) {
+      const r = view.running.get(id);
+      if (!r || r.placement.kind !== 'instance') {
+        onSlices.delete(id);
+        continue;
+      }
+      const st = states.get(id) as JobState;
+      if (st.level >= 2 && r.spec.exactProfile !== true && preemptibleNow(view, id, r.spec, r.started, st.level)) old.push(id);
+    }
+    old.sort((a, b) => (states.get(a) as JobState).seen - (states.get(b) as JobState).seen);
+    for (const id of old) {
+      if (free < 1) break;
+      const r = view.running.get(id) as RunningJobView;
+      const g = picker.take((x) => isSettled(x, view.now) && ctx.fits(r.spec, { kind: 'whole', model: x.model }));
+      if (!g) break;
+      free -= 1;
+      decisions.push({ kind: 'preempt', job: id }, { kind: 'start-on-gpus', job: id, gpus: [g.id], sharing: 'exclusive' });
+      onSlices.delete(id);
+      watch(view, id, 1);
+    }
+  };
+
   return {
     name: 'migpool',
     decide(view: ClusterView, ctx: PolicyContext): Decision[] {
       demote(view);
+      if (view.queue.length === 0) {
+        // Nothing waits (most passes on a fleet with room): idle MIG GPUs go back to whole GPUs,
+        // slice jobs past the first threshold move to idle whole GPUs; the levels are tidied next time.
+        lastBlocker = null;
+        nextAging = Infinity;
+        const out: Decision[] = [];
+        for (const g of idleMigGpus(view)) out.push({ kind: 'repartition', gpu: g.id, layout: null });
+        if (onSlices.size > 0) {
+          const idle = wholeGpusWith(view, 0);
+          promote(view, ctx, new Picker<GpuView>(idle), idle.size, out);
+        }
+        return out;
+      }
       const queued = new Map<string, JobSpec>();
       for (const j of view.queue) queued.set(j.id, j);
 
@@ -418,29 +460,7 @@ export function migpoolPolicy(tuning: Partial<MigpoolTuning> = {}): Policy {
       for (const g of idleMigGpus(view)) if (!slices.wanted.has(g.id)) decisions.push({ kind: 'repartition', gpu: g.id, layout: null });
 
       // Promotion: slice jobs past the first threshold move to whole GPUs the pass left idle.
-      if (free > 0 && blocker === null && onSlices.size > 0) {
-        const old: string[] = [];
-        for (const id of onSlices) {
-          const r = view.running.get(id);
-          if (!r || r.placement.kind !== 'instance') {
-            onSlices.delete(id);
-            continue;
-          }
-          const st = states.get(id) as JobState;
-          if (st.level >= 2 && r.spec.exactProfile !== true && preemptibleNow(view, id, r.spec, r.started, st.level)) old.push(id);
-        }
-        old.sort((a, b) => (states.get(a) as JobState).seen - (states.get(b) as JobState).seen);
-        for (const id of old) {
-          if (free < 1) break;
-          const r = view.running.get(id)!;
-          const g = picker.take((x) => isSettled(x, view.now) && ctx.fits(r.spec, { kind: 'whole', model: x.model }));
-          if (!g) break;
-          free -= 1;
-          decisions.push({ kind: 'preempt', job: id }, { kind: 'start-on-gpus', job: id, gpus: [g.id], sharing: 'exclusive' });
-          onSlices.delete(id);
-          watch(view, id, 1);
-        }
-      }
+      if (blocker === null) promote(view, ctx, picker, free, decisions);
 
       // Running jobs first in each level, waiting ones after, each keeping their order.
       const started = new Set<string>();
