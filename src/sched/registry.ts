@@ -111,7 +111,7 @@ export const POLICIES: readonly PolicyEntry[] = [
   },
   {
     name: 'migpool',
-    help: "migpool's own: MIG slices, whole GPUs or shared GPUs per job, re-partitioning as the queue changes",
+    help: "migpool's own: least attained service over whole GPUs and MIG slices; young small jobs packed onto slices while jobs wait, moved to whole GPUs once long; starving jobs go first; at most 10 preemptions per job",
     examples: ['migpool'],
     create: () => migpoolPolicy(),
     least: () => MIG_SLICES,

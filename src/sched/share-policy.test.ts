@@ -49,9 +49,11 @@ describe('quotas for any policy', () => {
       expect(r.metrics.completed).toBe(jobs.length);
       const alice = r.byUser?.find((u) => u.user === 'alice');
       expect(alice?.peakGpus).toBeLessThanOrEqual(2 + 1e-9);
-      // bob's two short jobs find GPUs that alice's quota leaves free (gavel: at its next round, t=360).
+      // bob's two short jobs find GPUs that alice's quota leaves free (gavel: at its next round,
+      // t=360; migpool: while jobs wait it may start one at once on a 1g.5gb slice it cut earlier,
+      // where `small` runs at about 0.45x a whole GPU: 100 s of work take about 222 s).
       const bob = r.byUser?.find((u) => u.user === 'bob');
-      expect(bob?.avgJctSeconds).toBeLessThan(name === 'gavel' ? 360 + 110 : 120);
+      expect(bob?.avgJctSeconds).toBeLessThan(name === 'gavel' ? 360 + 110 : name === 'migpool' ? 250 : 120);
     });
   }
 

@@ -26,11 +26,11 @@ describe('migpool policy', () => {
     expect(r.metrics.reconfigurations).toBe(0);
   });
 
-  it('packs when jobs wait: seven small jobs on one A100 run side by side on 1g slices after one re-partition', () => {
+  it('packs when jobs wait: seven small jobs on one A100 run side by side on 1g slices after one re-partition (and MIG off once they are done)', () => {
     const jobs = Array.from({ length: 7 }, (_, k) => job(`j${k}`, 0, 100));
     const r = simulate({ fleet: parseFleet('1xA100-40GB'), jobs, policy: migpoolPolicy(), seed: 1 });
     expect(r.metrics.completed).toBe(7);
-    expect(r.metrics.reconfigurations).toBe(1);
+    expect(r.metrics.reconfigurations).toBe(2);
     // Each on a one-compute-slice instance (1g.5gb, or the one 1g.10gb that fits beside six).
     for (const jct of r.jcts) expect(jct).toBeLessThanOrEqual(DEFAULT_RECONFIGURE_SECONDS + 100 / oneG + 1e-6);
     // One after another on the whole GPU they would take 700 s; packed, about 10 + 100/0.45.

@@ -232,8 +232,8 @@ const CROSSING_TOLERANCE = 1e-6;
 /** Seconds by which a wake-up may come before a crossing and still count it (float rounding). */
 const CROSSING_TIME_TOLERANCE = 1e-9;
 
-/** A binary min-heap. */
-class MinHeap<T> {
+/** A binary min-heap (migpool keeps its wake-ups in one too). */
+export class MinHeap<T> {
   private readonly a: T[] = [];
   constructor(private readonly less: (x: T, y: T) => number) {}
   peek(): T | undefined {

@@ -1,0 +1,58 @@
+import type { ClusterView, PolicyContext } from '../types.js';
+import { historyOf } from './common.js';
+
+/** Why migpool left a queued job waiting in its last pass. */
+export type WaitReason =
+  /** No GPU of the fleet holds it. */
+  | { readonly kind: 'never' }
+  /** Too few whole GPUs were left after the jobs ahead of it (`free` of `gpus`). */
+  | { readonly kind: 'whole'; readonly gpus: number; readonly free: number }
+  /** GPUs are being held for a starving job ahead of it. */
+  | { readonly kind: 'held'; readonly by: string }
+  /** It has a slice being created (on `gpu` when known). */
+  | { readonly kind: 'slice-pending'; readonly gpu?: number }
+  /** It asked for exactly one profile and no such slice is idle. */
+  | { readonly kind: 'profile'; readonly profile: string }
+  /** It was given resources that were not ready yet: it starts on the next pass. */
+  | { readonly kind: 'next' };
+
+/**
+ * The pending reason of each queued job migpool has seen, in words, from its last pass: what it
+ * waits for and what is ahead of it. Jobs the policy never looked at are left out (the service
+ * gives them the generic explanation of src/sched/pending.ts).
+ */
+export function explainWaiting(view: ClusterView, _ctx: PolicyContext, reasonOf: (id: string) => WaitReason | null, blocker: string | null): Map<string, string> {
+  const out = new Map<string, string>();
+  for (const job of view.queue) {
+    const r = reasonOf(job.id);
+    if (r === null) continue;
+    const attained = Math.round(historyOf(view, job.id).attainedGpuSeconds);
+    const bg = job.priority === 'background' ? ' (background: runs on what foreground jobs leave)' : '';
+    let text: string;
+    switch (r.kind) {
+      case 'never':
+        text = job.exactProfile === true ? `does not fit any GPU here: no GPU here offers ${job.profile} (or its memory does not hold the job)` : 'does not fit any GPU here';
+        break;
+      case 'whole':
+        text =
+          `waiting for ${r.gpus} whole GPU${r.gpus === 1 ? '' : 's'} (${r.free} left after the jobs ahead of it: jobs with less attained service, ` +
+          `or running ones in their minimum run or past their preemption limit; it has ${attained} GPU-seconds)`;
+        if (blocker === job.id) text += '; it has waited longest: GPUs are held for it as they free';
+        break;
+      case 'held':
+        text = `GPUs are held for job ${r.by}, which has waited longest and goes first`;
+        break;
+      case 'slice-pending':
+        text = `waiting for a MIG slice being created${r.gpu === undefined ? '' : ` on GPU ${r.gpu}`} (jobs wait for whole GPUs, so young jobs share GPUs)`;
+        break;
+      case 'profile':
+        text = `waiting for a ${r.profile} slice (none idle)`;
+        break;
+      case 'next':
+        text = 'starts in the next scheduling pass (its GPU is being prepared)';
+        break;
+    }
+    out.set(job.id, text + bg);
+  }
+  return out;
+}
