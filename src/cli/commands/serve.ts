@@ -177,6 +177,10 @@ export function registerDemo(program: Command, io: Io): void {
           `t=${Math.round((Date.now() - t0) / 1000)}s  running ${by('running') + by('starting')}, queued ${by('queued')}, done ${by('succeeded')}, failed ${by('failed')}  ` +
             `util ${Math.round((last?.utilization ?? 0) * 100)}%  ${layouts}  (* busy)`,
         );
+        // Queued jobs beside idle slices: say why the first of them waits (its pending reason).
+        const idleSlice = (await pool.service.gpus()).some((g) => g.migEnabled && g.instances.some((i) => !i.job));
+        const waiting = jobs.filter((j) => j.state === 'queued' && j.pending).sort((a, b) => Number(a.id) - Number(b.id))[0];
+        if (idleSlice && waiting) say(`  ${waiting.spec.name} waits beside idle slices: ${waiting.pending}`);
         final = jobs;
         if (why !== 'tick') break;
         if (f.exitWhenDone && jobs.every((j) => j.state === 'succeeded' || j.state === 'failed' || j.state === 'cancelled')) break;
