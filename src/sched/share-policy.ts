@@ -108,7 +108,10 @@ export function withinQuotas(view: ClusterView, decisions: readonly Decision[]):
       out.push(d);
       continue;
     }
-    const job = d.kind === 'start-on-instance' || d.kind === 'start-on-gpus' ? jobs.get(d.job) : undefined;
+    // A start of a queued job, or of a running one the list preempted first (a move: promotion to
+    // a whole GPU, a new slice).
+    const moved = d.kind === 'start-on-instance' || d.kind === 'start-on-gpus' ? view.running.get(d.job) : undefined;
+    const job = d.kind === 'start-on-instance' || d.kind === 'start-on-gpus' ? (jobs.get(d.job) ?? moved?.spec) : undefined;
     if (!job) {
       out.push(d);
       continue;
@@ -116,7 +119,16 @@ export function withinQuotas(view: ClusterView, decisions: readonly Decision[]):
     const u = userOf(job);
     const quota = shareOf(view, u).quotaGpus;
     const after = (usage.get(u) ?? 0) + startCost(view, d);
-    if (quota !== null && after > quota + QUOTA_TOLERANCE) continue;
+    if (quota !== null && after > quota + QUOTA_TOLERANCE) {
+      // A move that would pass the quota is dropped whole: the job keeps what it runs on.
+      const id = job.id;
+      const at = moved ? out.findIndex((x) => x.kind === 'preempt' && x.job === id) : -1;
+      if (moved && at >= 0) {
+        out.splice(at, 1);
+        usage.set(u, (usage.get(u) ?? 0) + heldBy(view, moved));
+      }
+      continue;
+    }
     usage.set(u, after);
     out.push(d);
   }

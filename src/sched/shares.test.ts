@@ -99,3 +99,15 @@ describe('the weighted-deficit order', () => {
     expect(fairQueue(plain)).toBe(plain.queue);
   });
 });
+
+describe('moves under a quota', () => {
+  it("drops a running job's move (preempt, then start elsewhere) whole when the new place would pass the quota, and keeps one that fits", async () => {
+    const { withinQuotas } = await import('./share-policy.js');
+    // alice holds a1's 3g (3/7) and a share of GPU 1 (1): 1.43. Moving a1 to whole GPU 2 makes 2.
+    const move = [{ kind: 'preempt', job: 'a1' }, { kind: 'start-on-gpus', job: 'a1', gpus: [2], sharing: 'exclusive' }] as const;
+    const tight = view(new Map<string, UserShare>([['alice', { weight: 1, quotaGpus: 1.5 }]]));
+    expect(withinQuotas(tight, move)).toEqual([]);
+    const roomy = view(new Map<string, UserShare>([['alice', { weight: 1, quotaGpus: 2 }]]));
+    expect(withinQuotas(roomy, move)).toEqual(move);
+  });
+});
