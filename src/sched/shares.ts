@@ -33,13 +33,15 @@ export function shareOf(view: ClusterView, user: string): UserShare {
 }
 
 /**
- * Whether fair share and quotas apply to this view at all: it lists users, or some job names one.
- * When not, policies behave exactly as they did before users existed.
+ * Whether fair share and quotas apply to this view at all: it lists users, or some queued job
+ * names one. When not, policies behave exactly as they did before users existed. Running jobs
+ * are not looked at: without a users list there is no quota, and when no queued job names a user
+ * they all belong to the default user, whose order no fair share changes (and a scan of every
+ * running job at every pass cost the simulator 7% on Philly's 82k jobs).
  */
 export function sharesActive(view: ClusterView): boolean {
   if (view.users !== undefined && view.users.size > 0) return true;
   for (const j of view.queue) if (j.user !== undefined) return true;
-  for (const r of view.running.values()) if (r.spec.user !== undefined) return true;
   return false;
 }
 
