@@ -104,6 +104,26 @@ describe('migpool policy', () => {
     expect(r.log.some((l) => l.d.kind === 'preempt')).toBe(true);
   });
 
+  it('lengthens the minimum run with each preemption when minRunGrowth is set', () => {
+    const jobs = [job('long', 0, 200_000, { workload: large }), ...Array.from({ length: 80 }, (_, i) => job(`n${i}`, 100 + 1000 * i, 400, { workload: large }))];
+    const grown = run('1xA100-SXM4-40GB', jobs, { minRunGrowth: 2, maxPreemptions: 1000 });
+    expect(grown.result.metrics.completed).toBe(jobs.length);
+    const startedAt = new Map<string, number>();
+    const preempted = new Map<string, number>();
+    for (const { t, d } of grown.log) {
+      if (d.kind === 'start-on-gpus' || d.kind === 'start-on-instance') startedAt.set(d.job, t);
+      if (d.kind === 'preempt') {
+        const k = preempted.get(d.job) ?? 0;
+        expect(t - startedAt.get(d.job)!).toBeGreaterThanOrEqual(MIN_RUN_SECONDS * 2 ** k - 1e-6);
+        preempted.set(d.job, k + 1);
+      }
+    }
+    // The growing minimum run, not the cap, keeps the long job's preemptions few.
+    const flat = run('1xA100-SXM4-40GB', jobs, { minRunGrowth: 1, maxPreemptions: 1000 });
+    expect(preempted.get('long')).toBeGreaterThan(1);
+    expect(grown.result.preemptions.maxPerJob).toBeLessThan(flat.result.preemptions.maxPerJob);
+  });
+
   it(`preempts no job more than ${MAX_PREEMPTIONS} times`, () => {
     const jobs = [job('long', 0, 200_000, { workload: large }), ...Array.from({ length: 80 }, (_, i) => job(`n${i}`, 100 + 1000 * i, 400, { workload: large }))];
     const capped = run('1xA100-SXM4-40GB', jobs);
