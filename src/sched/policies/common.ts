@@ -303,3 +303,18 @@ export function estimatedReleases(view: ClusterView): GpuRelease[] {
 export function historyOf(view: ClusterView, jobId: string): JobHistory {
   return view.history ? view.history(jobId) : NO_HISTORY;
 }
+
+/**
+ * Drops from each queue (in place, order kept) the jobs neither queued nor running in the view,
+ * calling `forget` for each: the bookkeeping of level-queue policies (tiresias, migpool) when jobs end.
+ */
+export function pruneQueues(queues: readonly string[][], queued: ReadonlyMap<string, unknown>, view: ClusterView, forget: (id: string) => void): void {
+  for (const q of queues) {
+    let w = 0;
+    for (const id of q) {
+      if (queued.has(id) || view.running.has(id)) q[w++] = id;
+      else forget(id);
+    }
+    q.length = w;
+  }
+}

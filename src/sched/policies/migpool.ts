@@ -1,5 +1,5 @@
 import type { ClusterView, Decision, GpuView, JobSpec, Policy, PolicyContext, RunningJobView } from '../types.js';
-import { canEverRun, chain, historyOf, idleMigGpus, isSettled, Picker, profileAllows, wholeGpusWith } from './common.js';
+import { canEverRun, chain, historyOf, idleMigGpus, isSettled, Picker, profileAllows, pruneQueues, wholeGpusWith } from './common.js';
 import { explainWaiting, type WaitReason } from './migpool-explain.js';
 import { denseLayout, gpuAt, SlicePool, type SliceGrant } from './migpool-slices.js';
 import { MinHeap, TIRESIAS_THRESHOLDS } from './tiresias.js';
@@ -364,17 +364,10 @@ export function migpoolPolicy(tuning: Partial<MigpoolTuning> = {}): Policy {
       for (const j of view.queue) queued.set(j.id, j);
 
       // Forget finished jobs; note newcomers and running jobs never seen.
-      for (const q of queues) {
-        let w = 0;
-        for (const id of q) {
-          if (queued.has(id) || view.running.has(id)) q[w++] = id;
-          else {
-            states.delete(id);
-            onSlices.delete(id);
-          }
-        }
-        q.length = w;
-      }
+      pruneQueues(queues, queued, view, (id) => {
+        states.delete(id);
+        onSlices.delete(id);
+      });
       let background = false;
       nextAging = Infinity;
       // Whole GPUs wanted by the queued jobs that can run (the pass subtracts what it reaches).

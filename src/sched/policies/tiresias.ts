@@ -1,6 +1,6 @@
 import { badInput } from '../../errors.js';
 import type { ClusterView, Decision, GpuView, JobSpec, Policy, PolicyContext } from '../types.js';
-import { canEverRunWhole, chain, historyOf, migOffIdle, Picker, wholeGpusWith } from './common.js';
+import { canEverRunWhole, chain, historyOf, migOffIdle, Picker, pruneQueues, wholeGpusWith } from './common.js';
 import { shareOf, sharesActive, userOf, weightedDeficitOrder } from '../shares.js';
 
 /**
@@ -111,18 +111,11 @@ export function tiresiasPolicy(thresholds: readonly number[] = TIRESIAS_THRESHOL
       for (const j of view.queue) queued.set(j.id, j);
 
       // Forget finished jobs; note newcomers (arrival order), then running jobs it never saw.
-      for (const q of queues) {
-        let w = 0;
-        for (const id of q) {
-          if (queued.has(id) || view.running.has(id)) q[w++] = id;
-          else {
-            levelOf.delete(id);
-            seenAt.delete(id);
-            runOf.delete(id);
-          }
-        }
-        q.length = w;
-      }
+      pruneQueues(queues, queued, view, (id) => {
+        levelOf.delete(id);
+        seenAt.delete(id);
+        runOf.delete(id);
+      });
       for (const j of view.queue) {
         if (levelOf.has(j.id)) continue;
         seenAt.set(j.id, seen++);
