@@ -21,13 +21,26 @@ export type WaitReason =
  * waits for and what is ahead of it. Jobs the policy never looked at are left out (the service
  * gives them the generic explanation of src/sched/pending.ts).
  */
-export function explainWaiting(view: ClusterView, _ctx: PolicyContext, reasonOf: (id: string) => WaitReason | null, blocker: string | null): Map<string, string> {
+export function explainWaiting(
+  view: ClusterView,
+  _ctx: PolicyContext,
+  reasonOf: (id: string) => WaitReason | null,
+  blocker: string | null,
+  background: { readonly aged: (id: string) => boolean; readonly ageSeconds: number } = { aged: () => false, ageSeconds: Infinity },
+): Map<string, string> {
+  const age = background.ageSeconds;
+  const until = age === Infinity ? '' : ` until it has waited ${age % 86_400 === 0 ? `${age / 86_400} day${age === 86_400 ? '' : 's'}` : `${Math.round(age / 3600)} h`}`;
   const out = new Map<string, string>();
   for (const job of view.queue) {
     const r = reasonOf(job.id);
     if (r === null) continue;
     const attained = Math.round(historyOf(view, job.id).attainedGpuSeconds);
-    const bg = job.priority === 'background' ? ' (background: runs on what foreground jobs leave)' : '';
+    const bg =
+      job.priority !== 'background'
+        ? ''
+        : background.aged(job.id)
+          ? ' (background, but it has waited long enough to rank as a foreground job)'
+          : ` (background: runs on what foreground jobs leave${until})`;
     let text: string;
     switch (r.kind) {
       case 'never':

@@ -5,7 +5,7 @@ import { parseFleet } from '../../sim/fleet.js';
 import type { SimulationResult, TraceJob } from '../../sim/types.js';
 import { createPolicyContext } from '../context.js';
 import type { ClusterView, Decision, GpuView, JobSpec, Policy, RunningJobView } from '../types.js';
-import { migpoolPolicy, MAX_PREEMPTIONS, MIGPOOL_THRESHOLDS, MIN_RUN_SECONDS, type MigpoolTuning } from './migpool.js';
+import { BACKGROUND_AGE_SECONDS, migpoolPolicy, MAX_PREEMPTIONS, MIGPOOL_THRESHOLDS, MIN_RUN_SECONDS, type MigpoolTuning } from './migpool.js';
 import { denseLayout, packProfile } from './migpool-slices.js';
 
 const small = resolveWorkload('small');
@@ -149,6 +149,40 @@ describe('migpool policy', () => {
     const guarded = run('4xA100-SXM4-40GB', [...smalls, big], { ageMinSeconds: 6 * 3600 });
     expect(guarded.result.metrics.completed).toBe(121);
     expect(bigEnd(guarded.result)).toBeLessThan(6 * 3600 + 3600 + 3600);
+  });
+
+  it(`lets a background job that has waited ${BACKGROUND_AGE_SECONDS / 86_400} days rank as a foreground one`, () => {
+    // One GPU held by a foreground job of ten days; a one-hour background job arrives behind it.
+    const day = 86_400;
+    const jobs = [job('fg', 0, 10 * day, { workload: large }), job('bg', 60, 3600, { workload: large, priority: 'background' })];
+    // Strict priority: it waits for the foreground job's end.
+    const strict = run('1xA100-SXM4-40GB', jobs, { backgroundAgeSeconds: Infinity });
+    expect(strict.result.jcts[1]).toBeGreaterThan(10 * day);
+    // Aged: once it has waited BACKGROUND_AGE_SECONDS it goes ahead of the foreground job, which
+    // has far more attained service, and runs its hour.
+    const aged = run('1xA100-SXM4-40GB', jobs);
+    const end = 60 + (aged.result.jcts[1] as number);
+    expect(end).toBeGreaterThanOrEqual(BACKGROUND_AGE_SECONDS + 3600);
+    expect(end).toBeLessThan(BACKGROUND_AGE_SECONDS + 2 * 3600);
+    expect(aged.log.filter((l) => l.d.kind === 'preempt' && l.d.job === 'fg')).toHaveLength(1);
+    // Before then its pending reason says when it stops yielding.
+    const model = parseFleet('1xA100-SXM4-40GB').gpus[0]!;
+    const spec = (id: string, priority: JobSpec['priority']): JobSpec => ({ id, workload: large, gpus: 1, priority, arrival: 0, estimate: null, memoryGiB: null, profile: null });
+    const view = (now: number): ClusterView => ({
+      now,
+      gpus: [{ id: 0, model, migEnabled: false, instances: [], wholeGpuJobs: ['fg'], sharing: 'exclusive', busyUntil: null }],
+      queue: [spec('bg', 'background')],
+      running: new Map([['fg', { spec: spec('fg', 'foreground'), placement: { kind: 'gpus', gpus: [0] }, started: 0, done: 0, speed: 1 }]]),
+      history: (id) => ({ attainedGpuSeconds: id === 'fg' ? 1e6 + now : 0, preemptions: 0 }),
+    });
+    const ctx = createPolicyContext({ random: () => 0.5, reconfigureSeconds: 10 });
+    const policy = migpoolPolicy();
+    expect(policy.decide(view(3600), ctx)).toEqual([]);
+    expect(policy.explain!(view(3600), ctx).get('bg')).toMatch(/background: runs on what foreground jobs leave until it has waited 7 days/);
+    // Past the foreground job's minimum run, the next wake-up is the background job's ageing.
+    expect(policy.decide(view(3600 + MIN_RUN_SECONDS), ctx)).toEqual([]);
+    expect(policy.wakeAt!(view(3600 + MIN_RUN_SECONDS))).toBe(BACKGROUND_AGE_SECONDS);
+    expect(policy.decide(view(BACKGROUND_AGE_SECONDS), ctx)).toEqual([{ kind: 'preempt', job: 'fg' }, { kind: 'start-on-gpus', job: 'bg', gpus: [0], sharing: 'exclusive' }]);
   });
 
   it('explains why every waiting job waits', () => {
