@@ -2,7 +2,9 @@ import { createRequire } from 'node:module';
 
 // ECharts ships ESM without a default export but declares `export =` types; load its CommonJS
 // build so that types and runtime agree.
-const echarts = createRequire(import.meta.url)('echarts') as typeof import('echarts');
+/** echarts, loaded on first use (it takes a few hundred ms to import: not at every command's start). */
+let echartsModule: typeof import('echarts') | null = null;
+const loadEcharts = (): typeof import('echarts') => (echartsModule ??= createRequire(import.meta.url)('echarts') as typeof import('echarts'));
 
 /** One config's result as the plot shows it. */
 export interface PlotRow {
@@ -18,7 +20,7 @@ export interface PlotRow {
  * labelled instead of drawn. Rendered server-side by ECharts, no browser needed.
  */
 export function benchPlotSvg(title: string, rows: readonly PlotRow[]): string {
-  const chart = echarts.init(null, null, { renderer: 'svg', ssr: true, width: Math.max(640, 90 * rows.length + 160), height: 620 });
+  const chart = loadEcharts().init(null, null, { renderer: 'svg', ssr: true, width: Math.max(640, 90 * rows.length + 160), height: 620 });
   const names = rows.map((r) => (r.fits === false ? `${r.name}\n(does not fit)` : r.fits === 'unknown' ? `${r.name}\n(fit unknown)` : r.name));
   const round = (v: number | null, digits: number) => (v === null ? null : Number(v.toFixed(digits)));
   chart.setOption({

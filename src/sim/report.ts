@@ -3,7 +3,9 @@ import type { SimMetrics, SimulationResult } from './types.js';
 
 // ECharts ships ESM without a default export but declares `export =` types; load its CommonJS
 // build so that types and runtime agree (as src/bench/plot.ts does).
-const echarts = createRequire(import.meta.url)('echarts') as typeof import('echarts');
+/** echarts, loaded on first use (it takes a few hundred ms to import: not at every command's start). */
+let echartsModule: typeof import('echarts') | null = null;
+const loadEcharts = (): typeof import('echarts') => (echartsModule ??= createRequire(import.meta.url)('echarts') as typeof import('echarts'));
 
 /** What the report shows. */
 export interface SimulationReportInput {
@@ -44,7 +46,7 @@ function thin<T>(items: readonly T[], max: number): T[] {
 }
 
 function renderSvg(option: Record<string, unknown>): string {
-  const chart = echarts.init(null, null, { renderer: 'svg', ssr: true, width: WIDTH, height: HEIGHT });
+  const chart = loadEcharts().init(null, null, { renderer: 'svg', ssr: true, width: WIDTH, height: HEIGHT });
   chart.setOption({ animation: false, legend: { top: 30, type: 'plain' }, grid: { left: 80, right: 40, top: 80, bottom: 60 }, ...option });
   const svg = chart.renderToSVGString();
   chart.dispose();

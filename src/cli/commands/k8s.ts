@@ -5,7 +5,6 @@ import YAML from 'yaml';
 import { badInput, MigpoolError } from '../../errors.js';
 import type { K8sApi } from '../../k8s/api.js';
 import { applyPlan, type ApplyResult } from '../../k8s/apply.js';
-import { ClientNodeApi, loadKubeConfig } from '../../k8s/client-node-api.js';
 import { runController } from '../../k8s/controller.js';
 import { installManifest } from '../../k8s/install.js';
 import { MIGPOOL_CONFIGMAP } from '../../k8s/cluster-policy.js';
@@ -59,7 +58,9 @@ async function readFor(api: K8sApi, opts: ClusterOptions): Promise<ClusterRead> 
   });
 }
 
-function openApi(opts: ClusterOptions): K8sApi {
+/** The cluster's API; @kubernetes/client-node is loaded here, not at start-up (it takes about half a second to import). */
+async function openApi(opts: ClusterOptions): Promise<K8sApi> {
+  const { ClientNodeApi, loadKubeConfig } = await import('../../k8s/client-node-api.js');
   return new ClientNodeApi(loadKubeConfig(opts.kubeconfig, opts.context));
 }
 
@@ -128,7 +129,7 @@ export function registerK8s(program: Command, io: Io): void {
 
   withClusterOptions(k8s.command('plan').description('choose MIG layouts for idle GPU nodes from the slices pending pods request; changes nothing')).action(
     async (opts: ClusterOptions) => {
-      const api = openApi(opts);
+      const api = await openApi(opts);
       const { view } = await readFor(api, opts);
       const plan = planCluster(view);
       if (opts.json) return writeJson(io, planJson(plan, view));
@@ -154,7 +155,7 @@ export function registerK8s(program: Command, io: Io): void {
       const drainTimeoutSeconds = positiveSeconds(opts.drainTimeout, '--drain-timeout');
       const pollSeconds = positiveSeconds(opts.poll, '--poll');
       const configSyncSeconds = positiveSeconds(opts.configSyncSeconds, '--config-sync-seconds', true);
-      const api = openApi(opts);
+      const api = await openApi(opts);
       const { view, configText, resourceVersion } = await readFor(api, opts);
       const plan = planCluster(view);
       const result: ApplyResult = await applyPlan(api, plan, view, configText, resourceVersion, {
@@ -238,7 +239,7 @@ export function registerK8s(program: Command, io: Io): void {
         pollSeconds: positiveSeconds(opts.poll, '--poll'),
         configSyncSeconds: positiveSeconds(opts.configSyncSeconds, '--config-sync-seconds', true),
       };
-      const api = openApi(opts);
+      const api = await openApi(opts);
       const stop = new AbortController();
       const onSignal = (): void => stop.abort();
       process.once('SIGTERM', onSignal);
