@@ -18,10 +18,11 @@ import { DEFAULT_USER, ObserverSet, type JobOutcome, type LiveJob, type Observed
 import { createRandom } from '../random.js';
 import type { EventRecord, JobFilter, JobPatch, JobPlacement, JobRecord, NewEvent, Store } from '../store/types.js';
 import { DEFAULT_KILL_GRACE_SECONDS, isExactProfile, parseJobSpec, profileOf, type JobSpecInput } from '../jobs/job-spec.js';
-import { checkDecision, frozenView, queueLookup } from '../sched/check.js';
+import { checkDecision, frozenView, type CheckLookup } from '../sched/check.js';
 import { createPolicyContext, sharedGpuSpeed, SpeedTable } from '../sched/context.js';
 import { planLayout } from '../partition/plan.js';
 import { executePlans } from './apply.js';
+import { ActiveJobs } from './active-jobs.js';
 import { JournalFile } from './journal.js';
 import { launchRefusal } from './launch-check.js';
 import { attemptIdentity } from './run-as.js';
@@ -162,7 +163,7 @@ export class PoolServiceImpl implements PoolService {
   /** Problems of skipped decisions already logged. */
   private readonly skipped = new Set<string>();
   /** Jobs not yet final, by id: the store's truth mirrored in memory (written after the store). */
-  private readonly active = new Map<string, JobRecord>();
+  private readonly active = new ActiveJobs();
   private readonly specs = new Map<string, JobSpec>();
   /** What ServiceOptions.users said at the start of the last pass. */
   private users: ReadonlyMap<string, UserShare> | undefined;
@@ -493,11 +494,16 @@ export class PoolServiceImpl implements PoolService {
       }
       let acted = 0;
       const checks: { view: ClusterView; problem: string | null }[] = [];
+      // What a look-up over a rebuilt view's queue answers, without rebuilding it per decision.
+      const roundQueue = new Map(view.queue.map((q) => [q.id, q]));
+      const stillQueued: CheckLookup = { queued: (id) => (this.active.get(id)?.state === 'queued' ? roundQueue.get(id) : undefined) };
       for (const d of decisions) {
         // The one decision check, against the cluster as it is now (earlier decisions applied):
         // a decision that fails it is a policy bug, logged and skipped; the service goes on.
-        const now = this.o.onRound ? frozenView(this.view()) : this.view();
-        const problem = checkDecision(now, d, queueLookup(now));
+        // The round's queue is kept (filtered only for a recorded round, which must replay as a
+        // rebuilt view would): the check reads the queue through the look-up, which asks the jobs.
+        const now = this.o.onRound ? frozenView(this.view(view.queue)) : { ...this.view([]), queue: view.queue };
+        const problem = checkDecision(now, d, stillQueued);
         checks.push({ view: now, problem });
         if (problem !== null) {
           // Once per distinct problem: a policy that repeats a decision every pass does not flood the log.
@@ -541,8 +547,13 @@ export class PoolServiceImpl implements PoolService {
     }
   }
 
-  /** The cluster as the policy sees it (positions in `gpus` are the view's GPU ids). */
-  private view(): ClusterView {
+  /**
+   * The cluster as the policy sees it (positions in `gpus` are the view's GPU ids). Given the
+   * queue of a view built earlier in the same round (`roundQueue`), the queue is that one less the
+   * jobs that left it since (what a rebuild gives: the gate changes only between rounds), so that
+   * checking each of a round's thousands of decisions does not rebuild a queue of thousands.
+   */
+  private view(roundQueue?: readonly JobSpec[]): ClusterView {
     const now = this.o.now() / 1000;
     const occupants = this.occupants();
     const gpus: GpuView[] = this.gpusFound.map((g, id) => {
@@ -563,19 +574,22 @@ export class PoolServiceImpl implements PoolService {
     const running = new Map<string, RunningJobView>();
     const position = new Map(this.gpusFound.map((g, id) => [g.index, id]));
     const byIndex = new Map(this.gpusFound.map((g) => [g.index, g]));
-    // Dependencies and array limits hold jobs back before the policy sees them (recomputed per round).
-    const gate = (this.gate = gateQueue(this.active, this.ended));
-    for (const r of this.active.values()) {
-      const spec = this.specs.get(r.id)!;
-      if (r.state === 'queued') {
-        if (!gate.held.has(r.id) && !gate.doomed.has(r.id)) queue.push(spec);
-        continue;
+    if (roundQueue) {
+      for (const j of roundQueue) if (this.active.get(j.id)?.state === 'queued') queue.push(j);
+    } else {
+      // Dependencies and array limits hold jobs back before the policy sees them (recomputed per round).
+      const gate = (this.gate = gateQueue(this.active, this.ended));
+      for (const r of this.active.values()) {
+        if (r.state === 'queued' && !gate.held.has(r.id) && !gate.doomed.has(r.id)) queue.push(this.specs.get(r.id)!);
       }
-      const p = r.placement;
-      if (!p) continue;
+      queue.sort((a, b) => a.arrival - b.arrival || Number(a.id) - Number(b.id));
+    }
+    for (const r of this.active.placedRecords()) {
+      const spec = this.specs.get(r.id)!;
+      const p = r.placement as JobPlacement;
       const placement: RunningJobView['placement'] = p.kind === 'instance' ? { kind: 'instance', gpu: position.get(p.gpu) ?? -1, start: p.start } : { kind: 'gpus', gpus: p.gpus.map((x) => position.get(x) ?? -1) };
       const started = (r.startedAt ?? this.o.now()) / 1000;
-      const speed = this.speedOf(spec, p, byIndex);
+      const speed = this.speedOf(spec, p, byIndex, occupants);
       const done = speed * Math.max(0, now - started);
       // What the job reports beats the model's guess: a job that says how far it is (migpool_total
       // in its progress lines) tells its length, as `--info progress` does in the simulator: the
@@ -584,7 +598,6 @@ export class PoolServiceImpl implements PoolService {
       const told = fraction !== null && fraction >= MIN_REPORTED_FRACTION && fraction < 1 && done > 0 ? done / fraction : null;
       running.set(r.id, { spec: told === null ? spec : this.withEstimate(spec, told), placement, started, done, speed });
     }
-    queue.sort((a, b) => a.arrival - b.arrival || Number(a.id) - Number(b.id));
     const history = (id: string): JobHistory => {
       const past = this.pastRuns.get(id);
       const r = this.active.get(id);
@@ -645,14 +658,13 @@ export class PoolServiceImpl implements PoolService {
   }
 
   /** A running job's speed from the performance model: its instance's, or the slowest of its shared GPUs'. */
-  private speedOf(spec: JobSpec, p: JobPlacement, byIndex: ReadonlyMap<number, GpuEntry>): number {
+  private speedOf(spec: JobSpec, p: JobPlacement, byIndex: ReadonlyMap<number, GpuEntry>, occupants: ReturnType<PoolServiceImpl['occupants']>): number {
     try {
       if (p.kind === 'instance') {
         const g = byIndex.get(p.gpu);
         return g ? this.speeds.relative(spec.workload, g.model, 'mig', p.profile) : 1;
       }
       let slowest = 1;
-      const occupants = this.occupants();
       for (const index of p.gpus) {
         const g = byIndex.get(index);
         if (!g) continue;
@@ -982,13 +994,14 @@ export class PoolServiceImpl implements PoolService {
     const instances = new Map<string, string>();
     const whole = new Map<number, string[]>();
     const sharing = new Map<number, 'exclusive' | 'timeslice' | 'mps'>();
-    for (const r of this.active.values()) {
-      if ((r.state !== 'running' && r.state !== 'starting') || !r.placement) continue;
-      const p = r.placement;
+    for (const r of this.active.placedRecords()) {
+      const p = r.placement as JobPlacement;
       if (p.kind === 'instance') instances.set(`${p.gpu}|${p.start}`, r.id);
       else
         for (const g of p.gpus) {
-          whole.set(g, [...(whole.get(g) ?? []), r.id]);
+          const on = whole.get(g);
+          if (on) on.push(r.id);
+          else whole.set(g, [r.id]);
           sharing.set(g, p.sharing);
         }
     }
