@@ -500,9 +500,7 @@ export class PoolServiceImpl implements PoolService {
       for (const d of decisions) {
         // The one decision check, against the cluster as it is now (earlier decisions applied):
         // a decision that fails it is a policy bug, logged and skipped; the service goes on.
-        // The round's queue is kept (filtered only for a recorded round, which must replay as a
-        // rebuilt view would): the check reads the queue through the look-up, which asks the jobs.
-        const now = this.o.onRound ? frozenView(this.view(view.queue)) : { ...this.view([]), queue: view.queue };
+        const now = this.o.onRound ? frozenView(this.view(view.queue)) : this.view(view.queue);
         const problem = checkDecision(now, d, stillQueued);
         checks.push({ view: now, problem });
         if (problem !== null) {

@@ -99,16 +99,6 @@ export interface MigpoolTuning {
   readonly minRunGrowth: number;
   /** Seconds a background job waits before it ranks as a foreground one (Infinity: never). */
   readonly backgroundAgeSeconds: number;
-  /**
-   * The service that places a job in the levels is its attained GPU-seconds over its GPUs to this
-   * power (0: GPU-seconds, as Tiresias' 2D-LAS; 1: seconds held, whatever its size). 0 by default:
-   * 1 helped big jobs on the synthetic overload (16 A100, seeds 1-3, noisy: their p99 JCT 4.02 d
-   * -> 3.52 d, average JCT 3.24 h -> 2.98 h) and on the deeppool trace (6.56 d -> 5.91 d, but
-   * average JCT 5.64 h -> 6.29 h), but on the first 20,000 Philly jobs on 256 A100 (seed 1) it
-   * took the p99 slowdown from 11.6 to 53.2 (Tiresias: 27.9) and the average JCT from 13.3 h to
-   * 14.0 h (0.5: 15.2 h, 120).
-   */
-  readonly serviceGpuExponent: number;
 }
 
 export const DEFAULT_TUNING: MigpoolTuning = {
@@ -125,7 +115,6 @@ export const DEFAULT_TUNING: MigpoolTuning = {
   pinGpus: Infinity,
   minRunGrowth: MIN_RUN_GROWTH,
   backgroundAgeSeconds: BACKGROUND_AGE_SECONDS,
-  serviceGpuExponent: 0,
 };
 
 /** What the policy remembers of a job it has seen. */
@@ -146,8 +135,6 @@ interface JobState {
   whyFree: number;
   /** The starving job GPUs are held for ('held'). */
   whyBy: string | null;
-  /** GPUs it asked for. */
-  readonly gpus: number;
   /** A background job that waited backgroundAgeSeconds: it ranks as a foreground one from then on. */
   aged: boolean;
 }
@@ -231,16 +218,12 @@ export function migpoolPolicy(tuning: Partial<MigpoolTuning> = {}): Policy {
     st.level = level;
     (queues[level] as string[]).push(id);
   };
-  /** What a job's service is divided by (MigpoolTuning.serviceGpuExponent). */
-  const per = (gpus: number): number => (t.serviceGpuExponent === 0 ? 1 : gpus ** t.serviceGpuExponent);
-  /** The service that places a job in the levels. */
-  const serviceOf = (view: ClusterView, id: string, gpus: number): number => historyOf(view, id).attainedGpuSeconds / per(gpus);
-  const stateOf = (view: ClusterView, id: string, since: number, gpus: number): JobState => {
+  const stateOf = (view: ClusterView, id: string, since: number): JobState => {
     let st = states.get(id);
     if (!st) {
-      st = { level: 0, seen: seen++, run: -1, waitingSince: since, why: 'next', whyN: -1, whyFree: 0, whyBy: null, gpus, aged: false };
+      st = { level: 0, seen: seen++, run: -1, waitingSince: since, why: 'next', whyN: -1, whyFree: 0, whyBy: null, aged: false };
       states.set(id, st);
-      join(st, id, levelFor(serviceOf(view, id, gpus)));
+      join(st, id, levelFor(historyOf(view, id).attainedGpuSeconds));
     }
     return st;
   };
@@ -254,7 +237,7 @@ export function migpoolPolicy(tuning: Partial<MigpoolTuning> = {}): Policy {
     st.run = run;
     const lv = st.level - 1;
     if (st.level > 0 && lv < limits.length) {
-      wakes.push({ at: view.now + ((limits[lv] as number) - serviceOf(view, id, st.gpus)) / (rate / per(st.gpus)), id, run, cross: true });
+      wakes.push({ at: view.now + ((limits[lv] as number) - historyOf(view, id).attainedGpuSeconds) / rate, id, run, cross: true });
     }
     wakes.push({ at: view.now + baseRunOf(view, id), id, run, cross: false });
   };
@@ -271,7 +254,7 @@ export function migpoolPolicy(tuning: Partial<MigpoolTuning> = {}): Policy {
     for (const id of down) {
       const st = states.get(id) as JobState;
       if (st.level === 0) continue;
-      const level = levelFor(serviceOf(view, id, st.gpus));
+      const level = levelFor(historyOf(view, id).attainedGpuSeconds);
       if (level > st.level) {
         const q = queues[st.level] as string[];
         q.splice(q.indexOf(id), 1);
@@ -282,7 +265,7 @@ export function migpoolPolicy(tuning: Partial<MigpoolTuning> = {}): Policy {
         const lv = st.level - 1;
         if (lv < limits.length) {
           const rate = r.placement.kind === 'gpus' ? r.placement.gpus.length : 1;
-          wakes.push({ at: view.now + ((limits[lv] as number) - serviceOf(view, id, st.gpus)) / (rate / per(st.gpus)), id, run: st.run, cross: true });
+          wakes.push({ at: view.now + ((limits[lv] as number) - historyOf(view, id).attainedGpuSeconds) / rate, id, run: st.run, cross: true });
         }
       }
     }
@@ -411,7 +394,7 @@ export function migpoolPolicy(tuning: Partial<MigpoolTuning> = {}): Policy {
       // Whole GPUs wanted by the queued jobs that can run (the pass subtracts what it reaches).
       let demand = 0;
       for (const j of view.queue) {
-        const st = stateOf(view, j.id, Math.min(view.now, j.arrival), j.gpus);
+        const st = stateOf(view, j.id, Math.min(view.now, j.arrival));
         if (j.priority === 'background') {
           background = true;
           // A background job that waited long ranks as a foreground one (a wake-up when it will).
@@ -437,7 +420,7 @@ export function migpoolPolicy(tuning: Partial<MigpoolTuning> = {}): Policy {
       if (states.size < queued.size + view.running.size) {
         for (const [id, r] of view.running) {
           if (states.has(id)) continue;
-          stateOf(view, id, view.now, r.spec.gpus);
+          stateOf(view, id, view.now);
           if (r.placement.kind === 'instance') onSlices.add(id);
           watch(view, id, r.placement.kind === 'gpus' ? r.placement.gpus.length : 1);
         }
