@@ -45,15 +45,26 @@ export function sharesActive(view: ClusterView): boolean {
   return false;
 }
 
+/**
+ * GPUs' worth of a MIG slice: its compute slices over its GPU's (a 3g slice of a 7-slice A100 is
+ * 3/7). The one rule for quotas (heldBy, startCost), the simulator's per-user accounting and the
+ * service's allocation metrics; a whole GPU is worth 1 for each job on it.
+ */
+export function sliceShare(instanceSlices: number, gpuSlices: number): number {
+  return gpuSlices > 0 ? instanceSlices / gpuSlices : 0;
+}
+
+/** GPUs' worth of the instance at `start` on view GPU `gpu`, 0 when there is none. */
+function instanceShare(view: ClusterView, gpu: number, start: number): number {
+  const g = view.gpus[gpu];
+  const inst = g?.instances.find((i) => i.start === start);
+  return g && inst ? sliceShare(inst.profile.computeSlices, g.model.computeSlices) : 0;
+}
+
 /** GPUs' worth a running job holds now (see the module comment). */
 export function heldBy(view: ClusterView, r: RunningJobView): number {
   const p = r.placement;
-  if (p.kind === 'instance') {
-    const g = view.gpus[p.gpu];
-    const inst = g?.instances.find((i) => i.start === p.start);
-    return g && inst ? inst.profile.computeSlices / g.model.computeSlices : 0;
-  }
-  return p.gpus.length;
+  return p.kind === 'instance' ? instanceShare(view, p.gpu, p.start) : p.gpus.length;
 }
 
 /** GPUs' worth each user holds now, by user (users holding nothing are left out). */
@@ -71,11 +82,7 @@ export function usageByUser(view: ClusterView): Map<string, number> {
  * share of its GPU; 1 per whole GPU (shared or not). 0 for other decisions.
  */
 export function startCost(view: ClusterView, d: Decision): number {
-  if (d.kind === 'start-on-instance') {
-    const g = view.gpus[d.gpu];
-    const inst = g?.instances.find((i) => i.start === d.start);
-    return g && inst ? inst.profile.computeSlices / g.model.computeSlices : 0;
-  }
+  if (d.kind === 'start-on-instance') return instanceShare(view, d.gpu, d.start);
   return d.kind === 'start-on-gpus' ? d.gpus.length : 0;
 }
 

@@ -1,6 +1,7 @@
 import type { LiveJob } from '../control/service-observer.js';
 import type { GpuSnapshot } from '../control/service-port.js';
 import { GPU_MODELS } from '../mig/catalog/index.js';
+import { sliceShare } from '../sched/shares.js';
 
 /**
  * Compute slices of a MIG profile by its name: the catalogue's figure (the same for a name on
@@ -37,7 +38,7 @@ export function allocatedGpusByUser(gpus: readonly GpuSnapshot[], live: readonly
     let held = 0;
     if (p.kind === 'instance') {
       const g = byIndex.get(p.gpu);
-      if (g && g.slices > 0) held = computeSlicesOf(p.profile) / g.slices;
+      if (g) held = sliceShare(computeSlicesOf(p.profile), g.slices);
     } else {
       held = p.gpus.length;
     }

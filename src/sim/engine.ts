@@ -9,7 +9,7 @@ import { Gpu, Inst, Job, Running } from './fleet-state.js';
 import { createEstimator } from './info.js';
 import { askedSpeed, bigJobMetrics, lowerBounds, percentile, slowdownMetrics } from './metrics.js';
 import type { SimMetrics, SimulationInput, SimulationResult } from './types.js';
-import { userOf } from '../sched/shares.js';
+import { sliceShare, userOf } from '../sched/shares.js';
 import { UserAccounting } from './user-metrics.js';
 
 /**
@@ -335,7 +335,7 @@ export function simulate(input: SimulationInput): SimulationResult {
     running.set(job.spec.id, r);
     busySlices += inst.profile.computeSlices;
     setSlices(r, inst.profile.computeSlices);
-    users?.change(userOf(job.spec), inst.profile.computeSlices / g.model.computeSlices);
+    users?.change(userOf(job.spec), sliceShare(inst.profile.computeSlices, g.model.computeSlices));
     job.speed = 0;
     setSpeed(job, speeds.relative(job.spec.workload, g.model, 'mig', inst.profile.name));
   };
@@ -415,7 +415,7 @@ export function simulate(input: SimulationInput): SimulationResult {
     job.running = null;
     running.delete(job.spec.id);
     setSlices(r, 0);
-    users?.change(userOf(job.spec), -(r.inst ? r.inst.profile.computeSlices / r.inst.g.model.computeSlices : r.gpus.length));
+    users?.change(userOf(job.spec), -(r.inst ? sliceShare(r.inst.profile.computeSlices, r.inst.g.model.computeSlices) : r.gpus.length));
     if (r.inst) {
       const inst = r.inst;
       const g = inst.g;
