@@ -23,19 +23,21 @@ export function redactEnv(env: Readonly<Record<string, string>>): Record<string,
   return Object.fromEntries(Object.entries(env).map(([k, v]) => [k, redactedValue(v)]));
 }
 
+/** The token of an `Authorization: Bearer <token>` header; undefined when there is none. */
+export function bearerToken(header: string | undefined): string | undefined {
+  if (header === undefined) return undefined;
+  const m = /^Bearer[ \t]+(\S+)[ \t]*$/i.exec(header);
+  return m ? m[1] : undefined;
+}
+
 /**
- * A checker for `Authorization: Bearer <token>` headers. Both sides are hashed first so that the
- * comparison is constant-time whatever the lengths (timingSafeEqual needs equal lengths).
+ * A checker of tokens sent against one token. Both sides are hashed first so that the comparison
+ * is constant-time whatever the lengths (timingSafeEqual needs equal lengths).
  */
-export function bearerChecker(token: string): (header: string | undefined) => boolean {
+export function tokenChecker(token: string): (sent: string) => boolean {
   if (token.length === 0) throw new Error('the service token is empty');
   const expected = createHash('sha256').update(token).digest();
-  return (header) => {
-    if (header === undefined) return false;
-    const m = /^Bearer[ \t]+(\S+)[ \t]*$/i.exec(header);
-    if (!m) return false;
-    return timingSafeEqual(createHash('sha256').update(m[1]!).digest(), expected);
-  };
+  return (sent) => timingSafeEqual(createHash('sha256').update(sent).digest(), expected);
 }
 
 /** A URL with the value of any `token` query parameter replaced, for logs. */

@@ -58,6 +58,21 @@ function checkToken(text: string, path: string): string {
  * told) rather than refused: the file is the service's own, and refusing would only stop the
  * service without making the token any safer. A file that cannot be read or tightened is an error.
  */
+/** A fresh token: 32 random bytes as 64 hex digits (the first-start token and every user's). */
+export function newToken(): string {
+  return randomBytes(32).toString('hex');
+}
+
+/**
+ * Writes `token` to a new file of mode 0600 beside the data dir's token file and returns its path,
+ * for the caller to link or rename into place (and to unlink when that fails).
+ */
+export async function writeTokenTemp(dataDir: string, token: string): Promise<string> {
+  const temp = join(dataDir, `.token-${process.pid}-${randomBytes(6).toString('hex')}`);
+  await writeFile(temp, `${token}\n`, { mode: 0o600, flag: 'wx' });
+  return temp;
+}
+
 export async function loadOrCreateToken(dataDir: string, options: TokenOptions = {}): Promise<string> {
   const path = tokenPath(dataDir);
   try {
@@ -65,10 +80,10 @@ export async function loadOrCreateToken(dataDir: string, options: TokenOptions =
   } catch (e) {
     throw new MigpoolError('RUNTIME', `cannot create the data dir ${dataDir}: ${errnoOf(e) ?? (e as Error).message}; pass --data-dir with a writable directory`);
   }
-  const fresh = randomBytes(32).toString('hex');
-  const temp = join(dataDir, `.token-${process.pid}-${randomBytes(6).toString('hex')}`);
+  const fresh = newToken();
+  let temp: string | null = null;
   try {
-    await writeFile(temp, `${fresh}\n`, { mode: 0o600, flag: 'wx' });
+    temp = await writeTokenTemp(dataDir, fresh);
     try {
       await link(temp, path);
       return fresh;
@@ -78,7 +93,7 @@ export async function loadOrCreateToken(dataDir: string, options: TokenOptions =
   } catch (e) {
     throw new MigpoolError('RUNTIME', `cannot write the token file ${path}: ${errnoOf(e) ?? (e as Error).message}; pass --data-dir with a writable directory`);
   } finally {
-    await unlink(temp).catch(() => undefined);
+    if (temp !== null) await unlink(temp).catch(() => undefined);
   }
   return readExistingToken(path, options);
 }

@@ -2,7 +2,8 @@ import { describe, expect, it } from 'vitest';
 import type { PoolService } from '../control/service-port.js';
 import { openSqliteStore } from '../store/sqlite.js';
 import type { EventRecord, JobRecord } from '../store/types.js';
-import { adoptTokenAsAdmin, bearerToken, canSee, eventFilter, hashToken, newToken, singleTokenCaller, storeCallers } from './users.js';
+import { bearerToken } from './auth.js';
+import { adoptTokenAsAdmin, canSee, eventFilter, hashToken, newToken, singleTokenCaller, storeCallers } from './users.js';
 
 async function memoryStore() {
   const store = openSqliteStore(':memory:');

@@ -1,8 +1,9 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import type { FastifyRequest } from 'fastify';
 import type { PoolService } from '../control/service-port.js';
 import type { EventRecord, JobRecord, Store } from '../store/types.js';
-import { bearerChecker } from './auth.js';
+import { tokenChecker } from './auth.js';
+import { newToken } from './files.js';
 
 /**
  * Users of the HTTP API: who a request is made by, and what they may see. Every call but the
@@ -21,13 +22,7 @@ export interface Caller {
 /** Finds the user a bearer token belongs to; null for no user's token. */
 export type CallerLookup = (token: string) => Promise<Caller | null>;
 
-/** Bytes of randomness in a user's token: 32, as the data dir's first-start token (files.ts). */
-const TOKEN_BYTES = 32;
-
-/** A fresh token: 32 random bytes as 64 hex digits. */
-export function newToken(): string {
-  return randomBytes(TOKEN_BYTES).toString('hex');
-}
+export { newToken };
 
 /** What the store keeps of a token: its SHA-256, hex. */
 export function hashToken(token: string): string {
@@ -51,18 +46,11 @@ export function storeCallers(store: Pick<Store, 'userByTokenHash'>): CallerLooku
 
 /**
  * One token, one admin (a server built without a user store, e.g. in unit tests): compared in
- * constant time by `bearerChecker`.
+ * constant time by `tokenChecker`.
  */
 export function singleTokenCaller(token: string, name = 'admin'): CallerLookup {
-  const check = bearerChecker(token);
-  return async (sent) => (check(`Bearer ${sent}`) ? { name, admin: true } : null);
-}
-
-/** The token of an `Authorization: Bearer <token>` header; undefined when there is none. */
-export function bearerToken(header: string | undefined): string | undefined {
-  if (header === undefined) return undefined;
-  const m = /^Bearer[ \t]+(\S+)[ \t]*$/i.exec(header);
-  return m ? m[1] : undefined;
+  const check = tokenChecker(token);
+  return async (sent) => (check(sent) ? { name, admin: true } : null);
 }
 
 /** What became of the data dir's token at start (see {@link adoptTokenAsAdmin}). */

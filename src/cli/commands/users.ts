@@ -1,10 +1,8 @@
-import { randomBytes } from 'node:crypto';
-import { readFile, rename, unlink, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { readFile, rename, unlink } from 'node:fs/promises';
 import type { Command } from 'commander';
 import { badInput, MigpoolError } from '../../errors.js';
 import { lookupUnixUser } from '../../exec/unix-user.js';
-import { defaultDataDir, loadOrCreateToken, tokenPath } from '../../server/files.js';
+import { defaultDataDir, loadOrCreateToken, tokenPath, writeTokenTemp } from '../../server/files.js';
 import { adoptTokenAsAdmin, hashToken, newToken } from '../../server/users.js';
 import { openStore } from '../../store/open.js';
 import type { Store, UserRecord } from '../../store/types.js';
@@ -77,12 +75,12 @@ async function replaceTokenFile(dataDir: string, oldHash: string, token: string)
     return false;
   }
   if (hashToken(current) !== oldHash) return false;
-  const temp = join(dataDir, `.token-${process.pid}-${randomBytes(6).toString('hex')}`);
+  let temp: string | null = null;
   try {
-    await writeFile(temp, `${token}\n`, { mode: 0o600, flag: 'wx' });
+    temp = await writeTokenTemp(dataDir, token);
     await rename(temp, path);
   } catch (e) {
-    await unlink(temp).catch(() => undefined);
+    if (temp !== null) await unlink(temp).catch(() => undefined);
     throw new MigpoolError('RUNTIME', `cannot replace the token file ${path}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}; the new token is stored, write it there by hand`);
   }
   return true;
