@@ -47,7 +47,14 @@ describe('submit -- COMMAND', () => {
     expect(failure(() => pairs(['nokey'], '--label')).message).toBe("--label 'nokey' is not KEY=VALUE: write it as --label team=vision");
     const e = failure(() => specFromFlags(['true'], { ...base, profile: '1g' }, '/'));
     expect(e.code).toBe('BAD_INPUT');
-    expect(e.message).toBe('the job (flags): resources.profile: expected a MIG profile such as 1g.5gb');
-    expect(failure(() => specFromFlags(['true'], { ...base, after: ['abc'] }, '/')).message).toContain('after.0: expected a job id');
+    expect(e.message).toBe("--profile '1g': expected a MIG profile such as 1g.5gb");
+    expect(failure(() => specFromFlags(['true'], { ...base, after: ['abc'] }, '/')).message).toBe('--after: expected a job id such as 42');
+    expect(failure(() => specFromFlags(['true'], { ...base, memory: '0' }, '/')).message).toMatch(/^--memory '0': /);
+    expect(failure(() => specFromFlags(['true'], { ...base, array: '5-1' }, '/')).message).toBe("--array '5-1': the range ends before it starts; write it low-high, e.g. 0-99");
+    expect(failure(() => pairs(['A B=1'], '--env')).message).toContain("'A B' is not an environment variable name");
+  });
+
+  it('takes a relative --workdir from where the user is', () => {
+    expect(specFromFlags(['true'], { ...base, workdir: 'runs/a' }, '/home/me')['workdir']).toBe('/home/me/runs/a');
   });
 });

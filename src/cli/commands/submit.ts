@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import { basename } from 'node:path';
+import { basename, resolve } from 'node:path';
 import type { Command } from 'commander';
 import { badInput, MigpoolError } from '../../errors.js';
+import { parseArrayRange } from '../../control/arrays.js';
 import { parseJobSpec } from '../../jobs/job-spec.js';
 import { FINAL_STATES, type JobRecord } from '../../store/types.js';
 import { ServiceClient, type ConnectOptions } from '../client.js';
@@ -62,6 +63,7 @@ export function pairs(values: readonly string[], flag: string): Record<string, s
   for (const v of values) {
     const at = v.indexOf('=');
     if (at <= 0) throw badInput(`${flag} '${v}' is not KEY=VALUE: write it as ${flag} ${flag === '--label' ? 'team=vision' : 'SEED=1'}`);
+    if (flag === '--env' && !/^[A-Za-z_][A-Za-z0-9_]*$/.test(v.slice(0, at))) throw badInput(`${flag} '${v}': '${v.slice(0, at)}' is not an environment variable name (letters, digits and _, not starting with a digit)`);
     out[v.slice(0, at)] = v.slice(at + 1);
   }
   return out;
@@ -90,7 +92,8 @@ export function specFromFlags(command: readonly string[], opts: SubmitOptions, c
   const spec: Record<string, unknown> = {
     name: opts.name ?? nameOf(command),
     command: [...command],
-    workdir: opts.workdir ?? cwd,
+    // A relative --workdir is where the user is, as for any path they type.
+    workdir: opts.workdir === undefined ? cwd : resolve(cwd, opts.workdir),
     env: pairs(opts.env, '--env'),
     resources,
     ...(opts.priority !== undefined ? { priority: opts.priority } : {}),
@@ -103,8 +106,42 @@ export function specFromFlags(command: readonly string[], opts: SubmitOptions, c
     ...(after.length > 0 ? { after } : {}),
     ...(opts.array !== undefined ? { array: opts.array } : {}),
   };
-  parseJobSpec(spec, 'the job (flags)');
+  if (opts.array !== undefined) parseArrayRange(opts.array, '--array');
+  try {
+    parseJobSpec(spec, 'the job (flags)');
+  } catch (e) {
+    // The schema names the spec's field: say which flag set it, and what was given.
+    const path = e instanceof MigpoolError ? e.details['path'] : undefined;
+    const flag = typeof path !== 'string' ? undefined : path.startsWith('resources.profile') && opts.atLeast !== undefined ? { flag: '--at-least', option: 'atLeast' } : flagOf(path);
+    if (!flag || !(e instanceof MigpoolError)) throw e;
+    const given = (opts as unknown as Record<string, unknown>)[flag.option];
+    const field = path as string;
+    const problem = e.message.slice(e.message.indexOf(`${field}: `) + field.length + 2);
+    throw badInput(`${flag.flag}${given === undefined || Array.isArray(given) ? '' : ` '${String(given)}'`}: ${problem}`, { path: field });
+  }
   return spec;
+}
+
+/** The flag (and its option's key) that sets a field of the job spec, by the field's path. */
+function flagOf(path: string): { flag: string; option: string } | undefined {
+  const field = path.split('.');
+  const table: Record<string, [string, string]> = {
+    name: ['--name', 'name'],
+    priority: ['--priority', 'priority'],
+    estimatedSeconds: ['--estimate', 'estimate'],
+    maxRuntime: ['--max-runtime', 'maxRuntime'],
+    retries: ['--retries', 'retries'],
+    workload: ['--workload', 'workload'],
+    after: ['--after', 'after'],
+    env: ['--env', 'env'],
+    labels: ['--label', 'label'],
+    workdir: ['--workdir', 'workdir'],
+    'resources.gpus': ['--gpus', 'gpus'],
+    'resources.memory': ['--memory', 'memory'],
+    'resources.profile': ['--profile', 'profile'],
+  };
+  const hit = table[field.slice(0, 2).join('.')] ?? table[field[0] as string];
+  return hit ? { flag: hit[0], option: hit[1] } : undefined;
 }
 
 function wholeNumber(value: string, flag: string, min = 1): number {
