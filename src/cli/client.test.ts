@@ -51,3 +51,11 @@ describe('ServiceClient submissions with an idempotency key', () => {
     expect(seen[0]!.key).toBeUndefined();
   }, 30_000);
 });
+
+describe('ServiceClient on a port fetch refuses', () => {
+  it('says that the port is refused by fetch, not that the service is down', async () => {
+    const e = await new ServiceClient('http://127.0.0.1:6000', async () => 't').submit({ name: 'x', command: ['true'] }).catch((err: unknown) => err);
+    expect((e as MigpoolError).code).toBe('BAD_INPUT');
+    expect((e as MigpoolError).message).toMatch(/fetch refuses that port .* run `migpool serve --listen HOST:PORT` on another port/);
+  });
+});
