@@ -1,4 +1,6 @@
+import { existsSync } from 'node:fs';
 import { readFile, rename, unlink } from 'node:fs/promises';
+import { join } from 'node:path';
 import type { Command } from 'commander';
 import { badInput, MigpoolError } from '../../errors.js';
 import { lookupUnixUser } from '../../exec/unix-user.js';
@@ -37,8 +39,12 @@ function withStoreOptions(cmd: Command): Command {
  * at its next request) after making sure the data dir's token is the admin's, so that adding users
  * before the first start does not leave the pool without an admin.
  */
-async function withStore<T>(f: StoreFlags, work: (store: Store, dataDir: string) => Promise<T>): Promise<T> {
+async function withStore<T>(f: StoreFlags, work: (store: Store, dataDir: string) => Promise<T>, create = false): Promise<T> {
   const dataDir = f.dataDir ?? defaultDataDir();
+  // Only `users add` may start a pool: elsewhere a mistyped --data-dir would make a new one.
+  if (!create && f.database === undefined && !existsSync(join(dataDir, 'migpool.db'))) {
+    throw badInput(`${dataDir} is not a migpool data dir (it has no migpool.db): pass --data-dir with the one \`migpool serve\` uses, or start a pool there with \`migpool users add\` or \`migpool serve\``);
+  }
   const token = await loadOrCreateToken(dataDir);
   const store = await openStore({ dataDir, ...(f.database !== undefined ? { databaseUrl: f.database } : {}) });
   try {
@@ -120,6 +126,7 @@ export function registerUsers(program: Command, io: Io): void {
           hashToken(token),
           Date.now(),
         ),
+        true,
       );
       if (f.json) return writeJson(io, { user, token });
       io.err(`migpool users: added ${name} (${describeUser(user)}); their token follows, shown this once (only its hash is kept): give it to them for --token or $MIGPOOL_TOKEN`);
