@@ -57,8 +57,10 @@ async function withStore<T>(f: StoreFlags, work: (store: Store, dataDir: string)
 
 function parseNumber(text: string | undefined, flag: string): number | undefined {
   if (text === undefined) return undefined;
+  // Decimal only: Number() also reads 0x10 and 0b11, which nobody means for a weight or a quota.
+  if (!/^\s*[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?\s*$/.test(text)) throw badInput(`${flag} '${text}' is not a number: give a decimal such as 2 or 0.5`);
   const n = Number(text);
-  if (text.trim() === '' || !Number.isFinite(n)) throw badInput(`${flag} '${text}' is not a number`);
+  if (!Number.isFinite(n)) throw badInput(`${flag} '${text}' is too large`);
   return n;
 }
 
