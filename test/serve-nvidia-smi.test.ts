@@ -54,6 +54,11 @@ describe('migpool serve through nvidia-smi', () => {
       if (Date.now() - t0 > 20_000 || proc.exitCode !== null) throw new Error(`migpool serve did not start: ${log}`);
       await new Promise((r) => setTimeout(r, 50));
     }
+    // serve writes server.json before it prints what it serves: wait for the line, not just the file.
+    while (!log.includes('NVIDIA A100-SXM4-40GB')) {
+      if (Date.now() - t0 > 20_000 || proc.exitCode !== null) break;
+      await new Promise((r) => setTimeout(r, 50));
+    }
     expect(log).toContain('NVIDIA A100-SXM4-40GB');
 
     const job = join(dir, 'job.yaml');
