@@ -1,6 +1,7 @@
 import type { GiProfile, GpuModel } from '../mig/types.js';
 import type { ClusterView, GpuView, InstanceView, JobSpec, PolicyContext } from './types.js';
 import { memoryOf } from './context.js';
+import { durationText } from './duration-text.js';
 import { canEverRun, expectedRemaining, memoryNeed, profileAllows } from './policies/common.js';
 
 /**
@@ -118,7 +119,7 @@ export function explainPending(view: ClusterView, ctx: PolicyContext, policy = '
       return r ? expectedRemaining(r.spec, r.done) / Math.max(r.speed, 1e-9) : Number.NaN;
     });
     const last = Math.max(...ends);
-    const when = Number.isFinite(last) ? `, expected to end in about ${inWords(last)} by ${jobs.length === 1 ? 'its estimate' : 'their estimates'}` : '';
+    const when = Number.isFinite(last) ? `, expected to end in about ${durationText(last, { rough: true })} by ${jobs.length === 1 ? 'its estimate' : 'their estimates'}` : '';
     const moved = fixed.length === 0 ? '' : fixed.length === jobs.length ? `, which may not be moved` : ` (${fixed.join(', ')} may not be moved)`;
     return `a ${best.p.name} on GPU ${best.g.id} needs the slice${jobs.length === 1 ? '' : 's'} of job ${jobs.join(', ')}${moved}${when}`;
   }
@@ -147,8 +148,3 @@ function countList(names: readonly string[]): string {
   return [...n].map(([k, v]) => `${v}x${k}`).join(', ');
 }
 
-function inWords(seconds: number): string {
-  if (seconds >= 3600) return `${(seconds / 3600).toFixed(1)} h`;
-  if (seconds >= 60) return `${Math.round(seconds / 60)} min`;
-  return `${Math.max(1, Math.round(seconds))} s`;
-}

@@ -1,3 +1,4 @@
+import { durationText } from '../sched/duration-text.js';
 import type { SimulationResult } from './types.js';
 
 /**
@@ -150,19 +151,11 @@ function cellOf(policy: string, info: string, runs: readonly RunRecord[]): Cell 
   };
 }
 
-/** Seconds as people read them: `45 s`, `12.3 min`, `2.50 h`, `3.10 d`; one unit for a value and its spread. */
-export function duration(v: number, unitOf = v): string {
-  if (!Number.isFinite(v)) return '-';
-  const a = Math.abs(unitOf);
-  if (a >= 86_400) return `${(v / 86_400).toFixed(2)} d`;
-  if (a >= 3600) return `${(v / 3600).toFixed(2)} h`;
-  if (a >= 60) return `${(v / 60).toFixed(1)} min`;
-  return `${v.toFixed(0)} s`;
-}
-
 function pm(m: MeanStd, f: (v: number, unitOf: number) => string): string {
   return `${f(m.mean, m.mean)} ± ${f(m.std, m.mean)}`;
 }
+
+const duration = (v: number, unitOf = v): string => durationText(v, { unitOf });
 
 const ratioText = (v: number): string => (v >= 100 ? v.toFixed(0) : v.toFixed(2));
 

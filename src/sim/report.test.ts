@@ -62,6 +62,10 @@ describe('simulationReportHtml', () => {
     expect(html).not.toMatch(/<script|https?:\/\/(?!www\.w3\.org)/);
   });
 
+  it('writes times as the CLI does, minutes included', () => {
+    expect(html).toContain('<tr><td>exclusive</td><td>2000</td><td>2000</td><td>2.00 h</td><td>16.7 min</td><td>13.3 min</td><td>33.3 min</td><td>50.0 min</td><td>1.0 min</td>');
+  });
+
   it('embeds four well-formed SVG charts (JCT, slowdown, utilisation, queue) with a line per policy', () => {
     const svgs = [...html.matchAll(/<svg[\s\S]*?<\/svg>/g)].map((m) => m[0]);
     expect(svgs).toHaveLength(4);

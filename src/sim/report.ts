@@ -1,4 +1,5 @@
 import { createRequire } from 'node:module';
+import { durationText } from '../sched/duration-text.js';
 import type { SimMetrics, SimulationResult } from './types.js';
 
 // ECharts ships ESM without a default export but declares `export =` types; load its CommonJS
@@ -88,11 +89,11 @@ function judgingTable(results: readonly SimulationResult[]): string {
   const body = results
     .map(
       (r) =>
-        `<tr><td>${escapeHtml(r.policy)}</td><td>${r.slowdown.p50.toFixed(2)}</td><td>${r.slowdown.p95.toFixed(2)}</td><td>${r.slowdown.p99.toFixed(2)}</td><td>${r.bigJobs.completed}/${r.bigJobs.count}</td><td>${seconds(r.bigJobs.avgJctSeconds)}</td><td>${seconds(r.bigJobs.p99JctSeconds)}</td><td>${r.preemptions.total}</td><td>${r.preemptions.maxPerJob}</td></tr>`,
+        `<tr><td>${escapeHtml(r.policy)}</td><td>${r.slowdown.p50.toFixed(2)}</td><td>${r.slowdown.p95.toFixed(2)}</td><td>${r.slowdown.p99.toFixed(2)}</td><td>${r.bigJobs.completed}/${r.bigJobs.count}</td><td>${durationText(r.bigJobs.avgJctSeconds)}</td><td>${durationText(r.bigJobs.p99JctSeconds)}</td><td>${r.preemptions.total}</td><td>${r.preemptions.maxPerJob}</td></tr>`,
     )
     .join('\n');
   const b = results[0]?.bounds;
-  const bounds = b ? `<p class="notes">Offline lower bounds: average JCT ${seconds(b.avgJctSeconds)} (each job alone on its fastest resource), makespan ${seconds(b.makespanSeconds)} (capacity, or the last arrival plus its run).</p>` : '';
+  const bounds = b ? `<p class="notes">Offline lower bounds: average JCT ${durationText(b.avgJctSeconds)} (each job alone on its fastest resource), makespan ${durationText(b.makespanSeconds)} (capacity, or the last arrival plus its run).</p>` : '';
   return `<table>\n<thead>${head}</thead>\n<tbody>\n${body}\n</tbody>\n</table>\n${bounds}`;
 }
 
@@ -101,7 +102,7 @@ function usersTable(results: readonly SimulationResult[]): string {
   const rows = results.flatMap((r) =>
     (r.byUser ?? []).map(
       (u) =>
-        `<tr><td>${escapeHtml(r.policy)}</td><td>${escapeHtml(u.user)}</td><td>${u.weight}</td><td>${u.quotaGpus ?? '-'}</td><td>${u.completed}/${u.jobs}</td><td>${(u.contendedShare * 100).toFixed(1)}%</td><td>${(u.weightShare * 100).toFixed(1)}%</td><td>${u.contendedGpus.toFixed(2)}</td><td>${u.peakGpus.toFixed(2)}</td><td>${u.avgSlowdown.toFixed(2)}</td><td>${u.p50Slowdown.toFixed(2)}</td><td>${seconds(u.avgJctSeconds)}</td></tr>`,
+        `<tr><td>${escapeHtml(r.policy)}</td><td>${escapeHtml(u.user)}</td><td>${u.weight}</td><td>${u.quotaGpus ?? '-'}</td><td>${u.completed}/${u.jobs}</td><td>${(u.contendedShare * 100).toFixed(1)}%</td><td>${(u.weightShare * 100).toFixed(1)}%</td><td>${u.contendedGpus.toFixed(2)}</td><td>${u.peakGpus.toFixed(2)}</td><td>${u.avgSlowdown.toFixed(2)}</td><td>${u.p50Slowdown.toFixed(2)}</td><td>${durationText(u.avgJctSeconds)}</td></tr>`,
     ),
   );
   if (rows.length === 0) return '';
@@ -134,22 +135,15 @@ export function queueLengthSvg(results: readonly SimulationResult[]): string {
   return timelineSvg(results, 'Queue length over time', 'jobs waiting', (s) => s.queueLength);
 }
 
-function seconds(v: number): string {
-  if (!Number.isFinite(v)) return '-';
-  if (v >= 86_400) return `${(v / 86_400).toFixed(2)} d`;
-  if (v >= 3600) return `${(v / 3600).toFixed(2)} h`;
-  return `${v.toFixed(0)} s`;
-}
-
 const COLUMNS: readonly { readonly head: string; readonly cell: (m: SimMetrics) => string }[] = [
   { head: 'jobs', cell: (m) => String(m.jobs) },
   { head: 'completed', cell: (m) => String(m.completed) },
-  { head: 'makespan', cell: (m) => seconds(m.makespanSeconds) },
-  { head: 'avg JCT', cell: (m) => seconds(m.avgJctSeconds) },
-  { head: 'p50 JCT', cell: (m) => seconds(m.p50JctSeconds) },
-  { head: 'p95 JCT', cell: (m) => seconds(m.p95JctSeconds) },
-  { head: 'p99 JCT', cell: (m) => seconds(m.p99JctSeconds) },
-  { head: 'avg queue', cell: (m) => seconds(m.avgQueueSeconds) },
+  { head: 'makespan', cell: (m) => durationText(m.makespanSeconds) },
+  { head: 'avg JCT', cell: (m) => durationText(m.avgJctSeconds) },
+  { head: 'p50 JCT', cell: (m) => durationText(m.p50JctSeconds) },
+  { head: 'p95 JCT', cell: (m) => durationText(m.p95JctSeconds) },
+  { head: 'p99 JCT', cell: (m) => durationText(m.p99JctSeconds) },
+  { head: 'avg queue', cell: (m) => durationText(m.avgQueueSeconds) },
   { head: 'utilisation', cell: (m) => `${(m.utilization * 100).toFixed(1)}%` },
   { head: 'jobs/h', cell: (m) => m.throughputJobsPerHour.toFixed(1) },
   { head: 'reconfigurations', cell: (m) => String(m.reconfigurations) },

@@ -6,6 +6,7 @@ import cliProgress from 'cli-progress';
 import { badInput, MigpoolError } from '../../errors.js';
 import { loadHighs } from '../../exec/highs.js';
 import { parsePolicies, parsePolicy, policyHelp, POLICY_NAMES } from '../../sched/registry.js';
+import { durationText } from '../../sched/duration-text.js';
 import type { Policy, Priority } from '../../sched/types.js';
 import { DEFAULT_RECONFIGURE_SECONDS, simulate } from '../../sim/engine.js';
 import { DEFAULT_INFO_MODE, INFO_MODES, parseInfoMode } from '../../sim/info.js';
@@ -255,24 +256,15 @@ export function simulationJson(trace: string, fleet: string, jobs: number, perPo
   };
 }
 
-/** Seconds as people read them: `45 s`, `2.50 h`, `3.10 d`. */
-function duration(v: number): string {
-  if (!Number.isFinite(v)) return '-';
-  if (v >= 86_400) return `${(v / 86_400).toFixed(2)} d`;
-  if (v >= 3600) return `${(v / 3600).toFixed(2)} h`;
-  if (v >= 60) return `${(v / 60).toFixed(1)} min`;
-  return `${v.toFixed(0)} s`;
-}
-
 function metricCells(m: SimMetrics): string[] {
   return [
     `${m.completed}/${m.jobs}`,
-    duration(m.makespanSeconds),
-    duration(m.avgJctSeconds),
-    duration(m.p50JctSeconds),
-    duration(m.p95JctSeconds),
-    duration(m.p99JctSeconds),
-    duration(m.avgQueueSeconds),
+    durationText(m.makespanSeconds),
+    durationText(m.avgJctSeconds),
+    durationText(m.p50JctSeconds),
+    durationText(m.p95JctSeconds),
+    durationText(m.p99JctSeconds),
+    durationText(m.avgQueueSeconds),
     `${(m.utilization * 100).toFixed(1)}%`,
     m.throughputJobsPerHour.toFixed(2),
   ];
@@ -292,13 +284,13 @@ function renderText(title: string, perPolicy: readonly PolicyRuns[]): string {
     return [
       p.name,
       fmt(pick((r) => r.metrics.completed), (v) => v.toFixed(0)) + `/${rs[0]?.metrics.jobs ?? 0}`,
-      fmt(pick((r) => r.metrics.makespanSeconds), duration),
-      fmt(pick((r) => r.metrics.avgJctSeconds), duration),
-      fmt(pick((r) => r.metrics.p50JctSeconds), duration),
-      fmt(pick((r) => r.metrics.p99JctSeconds), duration),
+      fmt(pick((r) => r.metrics.makespanSeconds), durationText),
+      fmt(pick((r) => r.metrics.avgJctSeconds), durationText),
+      fmt(pick((r) => r.metrics.p50JctSeconds), durationText),
+      fmt(pick((r) => r.metrics.p99JctSeconds), durationText),
       fmt(pick((r) => r.slowdown.p50), x),
       fmt(pick((r) => r.slowdown.p99), x),
-      rs[0] && rs[0].bigJobs.count > 0 ? fmt(pick((r) => r.bigJobs.p99JctSeconds), duration) : '-',
+      rs[0] && rs[0].bigJobs.count > 0 ? fmt(pick((r) => r.bigJobs.p99JctSeconds), durationText) : '-',
       `${fmt(pick((r) => r.preemptions.total), (v) => v.toFixed(0))} (${Math.max(0, ...pick((r) => r.preemptions.maxPerJob))})`,
       fmt(pick((r) => r.metrics.utilization * 100), (v) => `${v.toFixed(1)}%`),
       fmt(pick((r) => r.metrics.reconfigurations), (v) => v.toFixed(0)),
@@ -307,7 +299,7 @@ function renderText(title: string, perPolicy: readonly PolicyRuns[]): string {
   const parts = [title, renderTable(head, rows)];
   const bounds = perPolicy[0]?.runs ?? [];
   if (bounds.length > 0) {
-    parts.push(`lower bounds: avg JCT ${fmt(bounds.map((r) => r.bounds.avgJctSeconds), duration)}, makespan ${fmt(bounds.map((r) => r.bounds.makespanSeconds), duration)} (no policy can do better)`);
+    parts.push(`lower bounds: avg JCT ${fmt(bounds.map((r) => r.bounds.avgJctSeconds), durationText)}, makespan ${fmt(bounds.map((r) => r.bounds.makespanSeconds), durationText)} (no policy can do better)`);
   }
   const unknown = bounds[0]?.unknownMemoryJobs ?? 0;
   if (unknown > 0) parts.push(`${unknown} of ${bounds[0]?.metrics.jobs ?? 0} jobs have unknown memory: placed only on a whole GPU or the profile they asked for, never on a slice on a guess`);
@@ -473,11 +465,11 @@ function renderUsers(perPolicy: readonly PolicyRuns[], several: boolean): string
       u.peakGpus.toFixed(2),
       `${u.avgSlowdown.toFixed(2)}x`,
       `${u.p50Slowdown.toFixed(2)}x`,
-      duration(u.avgJctSeconds),
+      durationText(u.avgJctSeconds),
     ]),
   );
   const head = ['POLICY', 'USER', 'WEIGHT', 'QUOTA', 'COMPLETED', 'SHARE', 'WEIGHT SHARE', 'AVG GPUS', 'PEAK GPUS', 'AVG SLOW', 'P50 SLOW', 'AVG JCT'];
-  const contended = perPolicy.map((p) => `${p.name} ${duration(p.runs[0]?.byUser?.[0]?.contendedSeconds ?? 0)}`).join(', ');
+  const contended = perPolicy.map((p) => `${p.name} ${durationText(p.runs[0]?.byUser?.[0]?.contendedSeconds ?? 0)}`).join(', ');
   return [
     '',
     `per user${several ? ' (first seed)' : ''}: SHARE is the user's part of the GPUs held under contention (while every user had a job waiting: ${contended}); AVG GPUS, GPUs' worth held then; PEAK GPUS, the most at once`,
