@@ -1,6 +1,7 @@
 import { createRequire } from 'node:module';
 import { durationText } from '../sched/duration-text.js';
 import type { SimMetrics, SimulationResult } from './types.js';
+import { usersTable } from './users-table.js';
 
 // ECharts ships ESM without a default export but declares `export =` types; load its CommonJS
 // build so that types and runtime agree (as src/bench/plot.ts does).
@@ -98,16 +99,10 @@ function judgingTable(results: readonly SimulationResult[]): string {
 }
 
 /** Per user: share of the pool under contention against their weight's, and slowdowns (runs with users only). */
-function usersTable(results: readonly SimulationResult[]): string {
-  const rows = results.flatMap((r) =>
-    (r.byUser ?? []).map(
-      (u) =>
-        `<tr><td>${escapeHtml(r.policy)}</td><td>${escapeHtml(u.user)}</td><td>${u.weight}</td><td>${u.quotaGpus ?? '-'}</td><td>${u.completed}/${u.jobs}</td><td>${(u.contendedShare * 100).toFixed(1)}%</td><td>${(u.weightShare * 100).toFixed(1)}%</td><td>${u.contendedGpus.toFixed(2)}</td><td>${u.peakGpus.toFixed(2)}</td><td>${u.avgSlowdown.toFixed(2)}</td><td>${u.p50Slowdown.toFixed(2)}</td><td>${durationText(u.avgJctSeconds)}</td></tr>`,
-    ),
-  );
-  if (rows.length === 0) return '';
-  const head = '<tr><th>policy</th><th>user</th><th>weight</th><th>quota (GPUs)</th><th>completed</th><th>share</th><th>weight share</th><th>avg GPUs</th><th>peak GPUs</th><th>avg slowdown</th><th>p50 slowdown</th><th>avg JCT</th></tr>';
-  return `<h2>Per user</h2>\n<table>\n<thead>${head}</thead>\n<tbody>\n${rows.join('\n')}\n</tbody>\n</table>\n<p class="notes">Share: the user's part of the GPUs' worth held under contention (while every user had a job waiting); weight share: their weight over all weights. GPUs' worth: a MIG slice counts its compute slices over its GPU's, a shared GPU is split among its jobs.</p>`;
+function usersHtml(results: readonly SimulationResult[]): string {
+  const table = usersTable(results);
+  if (table.rows.length === 0) return '';
+  return `<h2>Per user</h2>\n${htmlTable(table.titles, table.rows)}\n<p class="notes">Share: the user's part of the GPUs' worth held under contention (while every user had a job waiting); weight share: their weight over all weights. GPUs' worth: a MIG slice counts its compute slices over its GPU's, a shared GPU is split among its jobs.</p>`;
 }
 
 function timelineSvg(results: readonly SimulationResult[], title: string, yName: string, value: (s: SimulationResult['timeline'][number]) => number, yMax?: number): string {
@@ -149,10 +144,17 @@ const COLUMNS: readonly { readonly head: string; readonly cell: (m: SimMetrics) 
   { head: 'reconfigurations', cell: (m) => String(m.reconfigurations) },
 ];
 
+/** An HTML table of text cells, escaped. */
+function htmlTable(heads: readonly string[], rows: readonly (readonly string[])[]): string {
+  const row = (cells: readonly string[], tag: 'th' | 'td'): string => `<tr>${cells.map((c) => `<${tag}>${escapeHtml(c)}</${tag}>`).join('')}</tr>`;
+  return `<table>\n<thead>${row(heads, 'th')}</thead>\n<tbody>\n${rows.map((r) => row(r, 'td')).join('\n')}\n</tbody>\n</table>`;
+}
+
 function metricsTable(rows: readonly { readonly label: string; readonly metrics: SimMetrics }[], first: string): string {
-  const head = `<tr><th>${escapeHtml(first)}</th>${COLUMNS.map((c) => `<th>${c.head}</th>`).join('')}</tr>`;
-  const body = rows.map((r) => `<tr><td>${escapeHtml(r.label)}</td>${COLUMNS.map((c) => `<td>${escapeHtml(c.cell(r.metrics))}</td>`).join('')}</tr>`).join('\n');
-  return `<table>\n<thead>${head}</thead>\n<tbody>\n${body}\n</tbody>\n</table>`;
+  return htmlTable(
+    [first, ...COLUMNS.map((c) => c.head)],
+    rows.map((r) => [r.label, ...COLUMNS.map((c) => c.cell(r.metrics))]),
+  );
 }
 
 /**
@@ -190,7 +192,7 @@ ${metricsTable(results.map((r) => ({ label: r.policy, metrics: r.metrics })), 'p
 ${byPriority.length > 0 ? `<h2>Per priority</h2>\n${metricsTable(byPriority, 'policy (priority)')}` : ''}
 <h2>Slowdowns, big jobs, preemptions</h2>
 ${judgingTable(results)}
-${usersTable(results)}
+${usersHtml(results)}
 <h2>Charts</h2>
 <figure>${jctCdfSvg(results)}</figure>
 <figure>${slowdownCdfSvg(results)}</figure>

@@ -12,7 +12,7 @@ import { DEFAULT_RECONFIGURE_SECONDS, simulate } from '../../sim/engine.js';
 import { DEFAULT_INFO_MODE, INFO_MODES, parseInfoMode } from '../../sim/info.js';
 import { parseFleet } from '../../sim/fleet.js';
 import { assignUsers, parseUsersSpec } from '../../sim/users-spec.js';
-import type { UserMetrics } from '../../sim/user-metrics.js';
+import { usersTable } from '../../sim/users-table.js';
 import { createRandom } from '../../random.js';
 import { simulationReportHtml } from '../../sim/report.js';
 import {
@@ -451,28 +451,11 @@ async function runSimulate(opts: SimulateOptions, io: Io): Promise<void> {
 
 /** Each user's share of the pool under contention against their weight's, and their slowdowns (first seed). */
 function renderUsers(perPolicy: readonly PolicyRuns[], several: boolean): string {
-  const pct = (x: number) => `${(x * 100).toFixed(1)}%`;
-  const rows = perPolicy.flatMap((p) =>
-    (p.runs[0]?.byUser ?? []).map((u: UserMetrics) => [
-      p.name,
-      u.user,
-      String(u.weight),
-      u.quotaGpus === null ? '-' : String(u.quotaGpus),
-      `${u.completed}/${u.jobs}`,
-      pct(u.contendedShare),
-      pct(u.weightShare),
-      u.contendedGpus.toFixed(2),
-      u.peakGpus.toFixed(2),
-      `${u.avgSlowdown.toFixed(2)}x`,
-      `${u.p50Slowdown.toFixed(2)}x`,
-      durationText(u.avgJctSeconds),
-    ]),
-  );
-  const head = ['POLICY', 'USER', 'WEIGHT', 'QUOTA', 'COMPLETED', 'SHARE', 'WEIGHT SHARE', 'AVG GPUS', 'PEAK GPUS', 'AVG SLOW', 'P50 SLOW', 'AVG JCT'];
+  const table = usersTable(perPolicy.map((p) => ({ policy: p.name, byUser: p.runs[0]?.byUser })));
   const contended = perPolicy.map((p) => `${p.name} ${durationText(p.runs[0]?.byUser?.[0]?.contendedSeconds ?? 0)}`).join(', ');
   return [
     '',
     `per user${several ? ' (first seed)' : ''}: SHARE is the user's part of the GPUs held under contention (while every user had a job waiting: ${contended}); AVG GPUS, GPUs' worth held then; PEAK GPUS, the most at once`,
-    renderTable(head, rows),
+    renderTable(table.heads, table.rows),
   ].join('\n');
 }
