@@ -1,5 +1,5 @@
 import { badInput } from '../errors.js';
-import { checkTime, parseJobId } from './records.js';
+import { checkTime, parseJobId, type Dialect } from './records.js';
 import type { WorkloadObservation } from './types.js';
 
 /** One row of `workload_observations`, as both adapters read it back. */
@@ -58,4 +58,30 @@ export function observationFromRow(r: ObservationRow): WorkloadObservation {
     outOfMemory: r.out_of_memory === true || r.out_of_memory === 1,
     time: Number(r.time),
   };
+}
+
+/** The columns of `workload_observations` that an observation writes, in the order of {@link putObservationSql}'s parameters. */
+const COLUMNS = ['job_id', 'attempt', 'workload', 'gpu_model', 'resource', 'samples_per_second', 'peak_memory_mib', 'out_of_memory', 'time'] as const;
+
+/**
+ * The upsert of one checked observation (BAD_INPUT as {@link checkObservation} says): a job's
+ * attempt measured again replaces its row. `INSERT ... ON CONFLICT (...) DO UPDATE SET col =
+ * excluded.col` is the same in SQLite (3.24 and later, https://www.sqlite.org/lang_upsert.html) and
+ * PostgreSQL (https://www.postgresql.org/docs/current/sql-insert.html#SQL-ON-CONFLICT); the dialect
+ * writes the parameters and the boolean.
+ */
+export function putObservationSql(observation: WorkloadObservation, d: Dialect): { sql: string; params: unknown[] } {
+  const o = checkObservation(observation);
+  const params = [o.jobNumber, o.attempt, o.workload, o.gpuModel, o.resource, o.samplesPerSecond, o.peakMemoryMiB, d.bool(o.outOfMemory), o.time];
+  const updated = COLUMNS.filter((c) => c !== 'job_id' && c !== 'attempt').map((c) => `${c} = excluded.${c}`);
+  return {
+    sql: `INSERT INTO workload_observations (${COLUMNS.join(', ')}) VALUES (${params.map((_, i) => d.param(i + 1)).join(', ')}) ON CONFLICT (job_id, attempt) DO UPDATE SET ${updated.join(', ')}`,
+    params,
+  };
+}
+
+/** The `SELECT` of observations, oldest first: of one workload, or of all. */
+export function listObservationsSql(workload: string | undefined, d: Dialect): { sql: string; params: unknown[] } {
+  const where = workload === undefined ? '' : ` WHERE workload = ${d.param(1)}`;
+  return { sql: `SELECT * FROM workload_observations${where} ORDER BY time, job_id, attempt`, params: workload === undefined ? [] : [workload] };
 }

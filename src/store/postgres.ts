@@ -24,7 +24,7 @@ import {
   type EventRow,
   type JobRow,
 } from './records.js';
-import { checkObservation, observationFromRow, type ObservationRow } from './observations.js';
+import { listObservationsSql, observationFromRow, putObservationSql, type ObservationRow } from './observations.js';
 import type { EventRecord, InsertJobOptions, JobFilter, JobPatch, JobRecord, JobState, NewEvent, NewUser, Store, UserPatch, UserRecord, WorkloadObservation } from './types.js';
 import { checkTokenHash, checkUserName, insertUserSql, updateUserSql, userExists, userFromRow, type UserRow } from './users.js';
 
@@ -347,20 +347,12 @@ class PostgresStore implements Store {
   }
 
   async putObservation(observation: WorkloadObservation): Promise<void> {
-    const o = checkObservation(observation);
-    await this.query(
-      `INSERT INTO workload_observations (job_id, attempt, workload, gpu_model, resource, samples_per_second, peak_memory_mib, out_of_memory, time) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
-       ON CONFLICT (job_id, attempt) DO UPDATE SET workload = EXCLUDED.workload, gpu_model = EXCLUDED.gpu_model, resource = EXCLUDED.resource, samples_per_second = EXCLUDED.samples_per_second,
-         peak_memory_mib = EXCLUDED.peak_memory_mib, out_of_memory = EXCLUDED.out_of_memory, time = EXCLUDED.time`,
-      [o.jobNumber, o.attempt, o.workload, o.gpuModel, o.resource, o.samplesPerSecond, o.peakMemoryMiB, o.outOfMemory, o.time],
-    );
+    const q = putObservationSql(observation, POSTGRES);
+    await this.query(q.sql, q.params);
   }
 
   async listObservations(workload?: string): Promise<WorkloadObservation[]> {
-    const rows =
-      workload === undefined
-        ? await this.query<ObservationRow>('SELECT * FROM workload_observations ORDER BY time, job_id, attempt')
-        : await this.query<ObservationRow>('SELECT * FROM workload_observations WHERE workload = $1 ORDER BY time, job_id, attempt', [workload]);
-    return rows.map(observationFromRow);
+    const q = listObservationsSql(workload, POSTGRES);
+    return (await this.query<ObservationRow>(q.sql, q.params)).map(observationFromRow);
   }
 }

@@ -24,7 +24,7 @@ import {
   type JobRow,
 } from './records.js';
 import { SQLITE_MIGRATIONS } from './sqlite-schema.js';
-import { checkObservation, observationFromRow, type ObservationRow } from './observations.js';
+import { listObservationsSql, observationFromRow, putObservationSql, type ObservationRow } from './observations.js';
 import type { EventRecord, InsertJobOptions, JobFilter, JobPatch, JobRecord, JobState, NewEvent, NewUser, Store, UserPatch, UserRecord, WorkloadObservation } from './types.js';
 import { checkTokenHash, checkUserName, insertUserSql, updateUserSql, userExists, userFromRow, type UserRow } from './users.js';
 
@@ -295,21 +295,14 @@ class SqliteStore implements Store {
   }
 
   async putObservation(observation: WorkloadObservation): Promise<void> {
-    const o = checkObservation(observation);
-    const statement = this.stmt(
-      `INSERT INTO workload_observations (job_id, attempt, workload, gpu_model, resource, samples_per_second, peak_memory_mib, out_of_memory, time) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
-       ON CONFLICT (job_id, attempt) DO UPDATE SET workload = excluded.workload, gpu_model = excluded.gpu_model, resource = excluded.resource, samples_per_second = excluded.samples_per_second,
-         peak_memory_mib = excluded.peak_memory_mib, out_of_memory = excluded.out_of_memory, time = excluded.time`,
-    );
-    this.run(() => statement.run(o.jobNumber, o.attempt, o.workload, o.gpuModel, o.resource, o.samplesPerSecond, o.peakMemoryMiB, o.outOfMemory ? 1 : 0, o.time));
+    const q = putObservationSql(observation, SQLITE);
+    const statement = this.stmt(q.sql);
+    this.run(() => statement.run(...q.params));
   }
 
   async listObservations(workload?: string): Promise<WorkloadObservation[]> {
-    const statement =
-      workload === undefined
-        ? this.stmt('SELECT * FROM workload_observations ORDER BY time, job_id, attempt')
-        : this.stmt('SELECT * FROM workload_observations WHERE workload = ? ORDER BY time, job_id, attempt');
-    const rows = this.run(() => (workload === undefined ? statement.all() : statement.all(workload)) as ObservationRow[]);
-    return rows.map(observationFromRow);
+    const q = listObservationsSql(workload, SQLITE);
+    const statement = this.stmt(q.sql);
+    return this.run(() => statement.all(...q.params) as ObservationRow[]).map(observationFromRow);
   }
 }
