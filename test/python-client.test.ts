@@ -1,10 +1,10 @@
-import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BIN } from './run-cli.js';
+import { SERVE_START_MS, startServe, type ServeProcess } from './serve-harness.js';
 
 /**
  * The Python client's own unittest suite (clients/python/tests), run by Debian's python3 against
@@ -16,29 +16,15 @@ const CLIENT_DIR = fileURLToPath(new URL('../clients/python', import.meta.url));
 const PYTHON = existsSync('/usr/bin/python3') ? '/usr/bin/python3' : 'python3';
 
 let dir: string;
-let serve: ChildProcess | null = null;
-let url = '';
-let token = '';
+let serve: ServeProcess | null = null;
 
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'migpool-python-'));
-  serve = spawn(process.execPath, [BIN, 'serve', '--data-dir', dir, '--listen', '127.0.0.1:0', '--simulate', '1xA100-SXM4-40GB'], { stdio: ['ignore', 'ignore', 'pipe'] });
-  let err = '';
-  serve.stderr?.on('data', (d: Buffer) => (err += d.toString()));
-  const t0 = Date.now();
-  while (!existsSync(join(dir, 'server.json'))) {
-    if (Date.now() - t0 > 20_000 || serve.exitCode !== null) throw new Error(`migpool serve did not start: ${err}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  url = (JSON.parse(readFileSync(join(dir, 'server.json'), 'utf8')) as { url: string }).url;
-  token = readFileSync(join(dir, 'token'), 'utf8').trim();
-}, 30_000);
+  serve = await startServe({ dataDir: dir, args: ['--simulate', '1xA100-SXM4-40GB'] });
+}, SERVE_START_MS + 30_000);
 
 afterAll(async () => {
-  if (serve && serve.exitCode === null) {
-    serve.kill('SIGTERM');
-    await new Promise((r) => serve!.once('exit', r));
-  }
+  await serve?.stop();
   rmSync(dir, { recursive: true, force: true });
 });
 
@@ -47,7 +33,7 @@ describe('the Python client (clients/python) against migpool serve', () => {
     const { code, out } = await new Promise<{ code: number; out: string }>((resolve) => {
       const child = spawn(PYTHON, ['-m', 'unittest', '-v'], {
         cwd: CLIENT_DIR,
-        env: { ...process.env, MIGPOOL_TEST_URL: url, MIGPOOL_TEST_TOKEN: token, PYTHONDONTWRITEBYTECODE: '1' },
+        env: { ...process.env, MIGPOOL_TEST_URL: serve!.url, MIGPOOL_TEST_TOKEN: serve!.token, PYTHONDONTWRITEBYTECODE: '1' },
         stdio: ['ignore', 'pipe', 'pipe'],
       });
       let text = '';

@@ -1,9 +1,8 @@
-import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BIN } from './run-cli.js';
+import { runMigpool, startServe, type ServeProcess } from './serve-harness.js';
 
 /**
  * `migpool serve` as a user runs it: the built CLI in its own process on simulated GPUs, driven
@@ -11,43 +10,14 @@ import { BIN } from './run-cli.js';
  */
 const node = process.execPath;
 let dir: string;
-let proc: ChildProcess | null = null;
+let serve: ServeProcess | null = null;
 
-function run(...args: string[]): Promise<{ code: number; out: string; err: string }> {
-  return runIn(process.env, ...args);
-}
+const run = (...args: string[]) => runMigpool(args);
+const runIn = (env: NodeJS.ProcessEnv, ...args: string[]) => runMigpool(args, env);
 
-function runIn(env: NodeJS.ProcessEnv, ...args: string[]): Promise<{ code: number; out: string; err: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(node, [BIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env });
-    let out = '';
-    let err = '';
-    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (err += d.toString()));
-    child.on('close', (code) => resolve({ code: code ?? -1, out, err }));
-  });
-}
-
-async function startServe(policy = 'exclusive'): Promise<{ url: string; token: string }> {
-  rmSync(join(dir, 'server.json'), { force: true });
-  proc = spawn(node, [BIN, 'serve', '--data-dir', dir, '--listen', '127.0.0.1:0', '--simulate', '1xA100-SXM4-40GB', '--policy', policy], { stdio: ['ignore', 'ignore', 'pipe'] });
-  let err = '';
-  proc.stderr?.on('data', (d: Buffer) => (err += d.toString()));
-  const t0 = Date.now();
-  while (!existsSync(join(dir, 'server.json'))) {
-    if (Date.now() - t0 > 20_000 || proc.exitCode !== null) throw new Error(`migpool serve did not start: ${err}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  const { url } = JSON.parse(readFileSync(join(dir, 'server.json'), 'utf8')) as { url: string };
-  return { url, token: readFileSync(join(dir, 'token'), 'utf8').trim() };
-}
-
-function kill9(): Promise<void> {
-  return new Promise((resolve) => {
-    if (!proc || proc.exitCode !== null) return resolve();
-    proc.once('exit', () => resolve());
-    proc.kill('SIGKILL');
-  });
+async function start(policy = 'exclusive'): Promise<ServeProcess> {
+  serve = await startServe({ dataDir: dir, args: ['--simulate', '1xA100-SXM4-40GB', '--policy', policy] });
+  return serve;
 }
 
 async function job(url: string, id: string): Promise<{ state: string; attempt: number; exitCode: number | null }> {
@@ -70,16 +40,13 @@ beforeAll(() => {
 });
 
 afterAll(async () => {
-  if (proc && proc.exitCode === null) {
-    proc.kill('SIGTERM');
-    await new Promise((r) => proc!.once('exit', r));
-  }
+  await serve?.stop();
   rmSync(dir, { recursive: true, force: true });
 });
 
 describe('migpool serve, end to end', () => {
   it('guards mutations with the token, rejects bad specs with the field path, survives kill -9 without losing or repeating a job', { timeout: 90_000 }, async () => {
-    let { url, token } = await startServe();
+    let { url, token } = await start();
     const starts = join(dir, 'starts.txt');
     writeFileSync(starts, '');
     const spec = (name: string, ms: number) => ({ name, command: [node, '-e', `require('fs').appendFileSync(${JSON.stringify(starts)}, ${JSON.stringify(name)} + '\\n'); setTimeout(() => console.log('bye'), ${ms})`] });
@@ -98,8 +65,8 @@ describe('migpool serve, end to end', () => {
     await until(url, a.id, ['running']);
     expect((await job(url, b.id)).state).toBe('queued');
 
-    await kill9();
-    ({ url, token } = await startServe());
+    await serve!.kill9();
+    ({ url, token } = await start());
     const first = await until(url, a.id, ['succeeded', 'failed']);
     const second = await until(url, b.id, ['succeeded', 'failed']);
     expect(first).toMatchObject({ state: 'succeeded', attempt: 1, exitCode: 0 });
@@ -108,13 +75,13 @@ describe('migpool serve, end to end', () => {
   });
 
   it('the CLI client submits, lists, shows logs and cancels against the running service', { timeout: 60_000 }, async () => {
-    if (!proc || proc.exitCode !== null) await startServe();
+    if (!serve || serve.proc.exitCode !== null) await start();
     const file = join(dir, 'job.yaml');
     writeFileSync(file, `name: talk\ncommand: [${JSON.stringify(node)}, -e, "console.log('hello from the job')"]\n`);
     const sub = await run('submit', file, '--data-dir', dir, '--json');
     expect(sub.code, sub.err).toBe(0);
     const id = String((JSON.parse(sub.out) as { id: string }[] | { id: string } | { jobs: { id: string }[] }) && /"id":\s*"(\d+)"/.exec(sub.out)?.[1]);
-    const { url } = JSON.parse(readFileSync(join(dir, 'server.json'), 'utf8')) as { url: string };
+    const { url } = serve!;
     await until(url, id, ['succeeded']);
     const logs = await run('logs', id, '--data-dir', dir);
     expect(logs.out).toContain('hello from the job');

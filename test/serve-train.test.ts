@@ -1,10 +1,10 @@
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
-import { BIN } from './run-cli.js';
+import { startServe, type ServeProcess } from './serve-harness.js';
 
 /**
  * A real PyTorch training job (examples/train_mig.py, a small torchvision model on the CPU) under
@@ -22,13 +22,10 @@ const truthy = (v: string | undefined) => v !== undefined && v !== '' && v !== '
 const inCi = truthy(process.env['MIGPOOL_CI']) || truthy(process.env['CI']);
 if (!haveTorch && !inCi) console.warn(`test/serve-train.test.ts skipped: ${PYTHON} cannot import torch and torchvision (apt-get install python3-torch python3-torchvision)`);
 
-let proc: ChildProcess | null = null;
+let serve: ServeProcess | null = null;
 const dirs: string[] = [];
 afterAll(async () => {
-  if (proc && proc.exitCode === null) {
-    proc.kill('SIGTERM');
-    await new Promise((r) => proc!.once('exit', r));
-  }
+  await serve?.stop();
   for (const d of dirs) rmSync(d, { recursive: true, force: true });
 });
 
@@ -44,16 +41,9 @@ describe.skipIf(!haveTorch && !inCi)('a real training job under migpool serve', 
     const dir = mkdtempSync(join(tmpdir(), 'migpool-train-'));
     dirs.push(dir);
     const data = join(dir, 'data');
-    proc = spawn(process.execPath, [BIN, 'serve', '--simulate', '1xA100-SXM4-40GB', '--data-dir', data, '--listen', '127.0.0.1:0', '--policy', 'exclusive'], { stdio: ['ignore', 'ignore', 'pipe'] });
-    let log = '';
-    proc.stderr?.on('data', (d: Buffer) => (log += d.toString()));
-    const t0 = Date.now();
-    while (!existsSync(join(data, 'server.json'))) {
-      if (Date.now() - t0 > 30_000 || proc.exitCode !== null) throw new Error(`migpool serve did not start: ${log}`);
-      await new Promise((r) => setTimeout(r, 100));
-    }
-    const { url } = JSON.parse(readFileSync(join(data, 'server.json'), 'utf8')) as { url: string };
-    const auth = { authorization: `Bearer ${readFileSync(join(data, 'token'), 'utf8').trim()}` };
+    serve = await startServe({ dataDir: data, args: ['--simulate', '1xA100-SXM4-40GB', '--policy', 'exclusive'] });
+    const { url, token, log } = serve;
+    const auth = { authorization: `Bearer ${token}` };
     const call = async <T>(method: string, path: string, body?: unknown): Promise<T> => {
       const res = await fetch(`${url}${path}`, { method, headers: { ...auth, ...(body ? { 'content-type': 'application/json' } : {}) }, body: body ? JSON.stringify(body) : null });
       const value = (await res.json()) as T;
@@ -72,7 +62,7 @@ describe.skipIf(!haveTorch && !inCi)('a real training job under migpool serve', 
       for (;;) {
         const j = await call<Job>('GET', `/v1/jobs/${id}`);
         if (ok(j)) return j;
-        if (j.state === 'failed' || Date.now() - start > ms) throw new Error(`job ${id} never ${what}: ${JSON.stringify(j)}\n${log}`);
+        if (j.state === 'failed' || Date.now() - start > ms) throw new Error(`job ${id} never ${what}: ${JSON.stringify(j)}\n${log()}`);
         await new Promise((r) => setTimeout(r, 200));
       }
     };

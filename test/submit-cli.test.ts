@@ -1,10 +1,9 @@
-import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { JobRecord } from '../src/store/types.js';
-import { BIN } from './run-cli.js';
+import { runMigpool, SERVE_START_MS, startServe, type ServeProcess } from './serve-harness.js';
 
 /**
  * `migpool submit -- COMMAND` as a user runs it: the built CLI against a real `migpool serve` on
@@ -12,24 +11,14 @@ import { BIN } from './run-cli.js';
  * running limit holds, --after chains jobs, and a resent submission is queued once.
  */
 let dir: string;
-let serve: ChildProcess | null = null;
+let serve: ServeProcess | null = null;
 let env: NodeJS.ProcessEnv;
 
-function migpool(...args: string[]): Promise<{ code: number; out: string; err: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, [BIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env });
-    let out = '';
-    let err = '';
-    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (err += d.toString()));
-    child.on('close', (code) => resolve({ code: code ?? -1, out, err }));
-  });
-}
+const migpool = (...args: string[]) => runMigpool(args, env);
 
 /** The API, read directly (quicker than a CLI process per poll on a busy machine). */
 async function api<T>(path: string): Promise<T> {
-  const { url } = JSON.parse(readFileSync(join(dir, 'server.json'), 'utf8')) as { url: string };
-  const token = readFileSync(join(dir, 'token'), 'utf8').trim();
+  const { url, token } = serve!;
   return (await (await fetch(`${url}${path}`, { headers: { authorization: `Bearer ${token}` } })).json()) as T;
 }
 
@@ -58,21 +47,11 @@ beforeAll(async () => {
   env = { ...process.env, MIGPOOL_DATA_DIR: dir };
   delete env['MIGPOOL_URL'];
   delete env['MIGPOOL_TOKEN'];
-  serve = spawn(process.execPath, [BIN, 'serve', '--data-dir', dir, '--listen', '127.0.0.1:0', '--simulate', '1xA100-SXM4-40GB'], { stdio: ['ignore', 'ignore', 'pipe'] });
-  let err = '';
-  serve.stderr?.on('data', (d: Buffer) => (err += d.toString()));
-  const t0 = Date.now();
-  while (!existsSync(join(dir, 'server.json'))) {
-    if (Date.now() - t0 > 20_000 || serve.exitCode !== null) throw new Error(`migpool serve did not start: ${err}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}, 30_000);
+  serve = await startServe({ dataDir: dir, args: ['--simulate', '1xA100-SXM4-40GB'] });
+}, SERVE_START_MS + 30_000);
 
 afterAll(async () => {
-  if (serve && serve.exitCode === null) {
-    serve.kill('SIGTERM');
-    await new Promise((r) => serve!.once('exit', r));
-  }
+  await serve?.stop();
   rmSync(dir, { recursive: true, force: true });
 });
 

@@ -1,9 +1,8 @@
-import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BIN } from './run-cli.js';
+import { runMigpool, startServe, type ServeProcess } from './serve-harness.js';
 
 /**
  * Two users share one real `migpool serve --simulate` on two whole GPUs, each submitting an array
@@ -12,21 +11,11 @@ import { BIN } from './run-cli.js';
  * `migpool jobs` shows each job's owner and why bob's held jobs wait; /metrics shows each user's
  * allocation, jobs, quota and weight. A user's `--after` may name only their own jobs.
  */
-const node = process.execPath;
 let dir: string;
-let proc: ChildProcess | null = null;
+let serve: ServeProcess | null = null;
 let url = '';
 
-function cli(...args: string[]): Promise<{ code: number; out: string; err: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(node, [BIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, MIGPOOL_TOKEN: '', MIGPOOL_URL: '' } });
-    let out = '';
-    let err = '';
-    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (err += d.toString()));
-    child.on('close', (code) => resolve({ code: code ?? -1, out, err }));
-  });
-}
+const cli = (...args: string[]) => runMigpool(args, { ...process.env, MIGPOOL_TOKEN: '', MIGPOOL_URL: '' });
 
 async function addUser(name: string, ...flags: string[]): Promise<string> {
   const r = await cli('users', 'add', name, '--data-dir', dir, ...flags);
@@ -64,10 +53,7 @@ beforeAll(() => {
 });
 
 afterAll(async () => {
-  if (proc && proc.exitCode === null) {
-    proc.kill('SIGTERM');
-    await new Promise((r) => proc!.once('exit', r));
-  }
+  await serve?.stop();
   rmSync(dir, { recursive: true, force: true });
 });
 
@@ -79,16 +65,9 @@ describe('two users share a pool under a quota and weights', () => {
   it("keeps bob within his quota while alice runs beside him, and shows it in `migpool jobs` and /metrics", { timeout: 180_000 }, async () => {
     alice = await addUser('alice', '--weight', '2');
     bob = await addUser('bob', '--weight', '1', '--quota-gpus', '1');
-    proc = spawn(node, [BIN, 'serve', '--data-dir', dir, '--listen', '127.0.0.1:0', '--simulate', '2xA100-SXM4-40GB', '--policy', 'exclusive'], { stdio: ['ignore', 'ignore', 'pipe'] });
-    let serveErr = '';
-    proc.stderr?.on('data', (d: Buffer) => (serveErr += d.toString()));
-    const t0 = Date.now();
-    while (!existsSync(join(dir, 'server.json'))) {
-      if (Date.now() - t0 > 30_000 || proc.exitCode !== null) throw new Error(`migpool serve did not start: ${serveErr}`);
-      await new Promise((r) => setTimeout(r, 50));
-    }
-    url = (JSON.parse(readFileSync(join(dir, 'server.json'), 'utf8')) as { url: string }).url;
-    admin = readFileSync(join(dir, 'token'), 'utf8').trim();
+    serve = await startServe({ dataDir: dir, args: ['--simulate', '2xA100-SXM4-40GB', '--policy', 'exclusive'] });
+    url = serve.url;
+    admin = serve.token;
 
     // Bob first: without his quota, his jobs would take both GPUs.
     const range = `0-${JOBS_EACH - 1}`;

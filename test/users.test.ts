@@ -1,9 +1,9 @@
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BIN } from './run-cli.js';
+import { runMigpool, startServe, type ServeProcess } from './serve-harness.js';
 
 /**
  * Two users share one real `migpool serve --simulate` (the built CLI in its own process): each
@@ -14,19 +14,10 @@ import { BIN } from './run-cli.js';
  */
 const node = process.execPath;
 let dir: string;
-let proc: ChildProcess | null = null;
+let serve: ServeProcess | null = null;
 let url = '';
 
-function cli(...args: string[]): Promise<{ code: number; out: string; err: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(node, [BIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, MIGPOOL_TOKEN: '' } });
-    let out = '';
-    let err = '';
-    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (err += d.toString()));
-    child.on('close', (code) => resolve({ code: code ?? -1, out, err }));
-  });
-}
+const cli = (...args: string[]) => runMigpool(args, { ...process.env, MIGPOOL_TOKEN: '' });
 
 async function addUser(name: string, ...flags: string[]): Promise<string> {
   const r = await cli('users', 'add', name, '--data-dir', dir, ...flags);
@@ -36,16 +27,9 @@ async function addUser(name: string, ...flags: string[]): Promise<string> {
   return token;
 }
 
-async function startServe(): Promise<void> {
-  proc = spawn(node, [BIN, 'serve', '--data-dir', dir, '--listen', '127.0.0.1:0', '--simulate', '2xA100-SXM4-40GB', '--policy', 'exclusive'], { stdio: ['ignore', 'ignore', 'pipe'] });
-  let err = '';
-  proc.stderr?.on('data', (d: Buffer) => (err += d.toString()));
-  const t0 = Date.now();
-  while (!existsSync(join(dir, 'server.json'))) {
-    if (Date.now() - t0 > 20_000 || proc.exitCode !== null) throw new Error(`migpool serve did not start: ${err}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  url = (JSON.parse(readFileSync(join(dir, 'server.json'), 'utf8')) as { url: string }).url;
+async function start(): Promise<void> {
+  serve = await startServe({ dataDir: dir, args: ['--simulate', '2xA100-SXM4-40GB', '--policy', 'exclusive'] });
+  url = serve.url;
 }
 
 interface Job {
@@ -111,10 +95,7 @@ beforeAll(() => {
 });
 
 afterAll(async () => {
-  if (proc && proc.exitCode === null) {
-    proc.kill('SIGTERM');
-    await new Promise((r) => proc!.once('exit', r));
-  }
+  await serve?.stop();
   rmSync(dir, { recursive: true, force: true });
 });
 
@@ -128,7 +109,7 @@ describe('two users share one migpool serve', () => {
   it('users added before the first start; the data dir token is the admin', { timeout: 120_000 }, async () => {
     alice = await addUser('alice');
     bob = await addUser('bob', '--weight', '2', '--quota-gpus', '1.5');
-    await startServe();
+    await start();
     admin = readFileSync(join(dir, 'token'), 'utf8').trim();
     expect((await api(admin, 'GET', '/v1/whoami')).json).toEqual({ name: 'admin', admin: true });
     expect((await api(alice, 'GET', '/v1/whoami')).json).toEqual({ name: 'alice', admin: false });
