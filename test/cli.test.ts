@@ -1,4 +1,7 @@
 import { execFile } from 'node:child_process';
+import { existsSync, mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { BIN, cli } from './run-cli.js';
@@ -24,6 +27,19 @@ describe('the installed migpool command (bin/migpool.js over the build)', () => 
     expect(failure.code).toBe(2);
     expect(failure.stderr.trim().split('\n')).toHaveLength(1);
     expect(failure.stderr).toMatch(/^migpool: unknown GPU 'V100': use one of A30-24GB/);
+  });
+});
+
+describe('migpool serve: bad input is refused in one line, exit 2, before anything starts', () => {
+  const serve = (dataDir: string, ...flags: string[]) => cli('serve', '--data-dir', dataDir, '--simulate', '1xA100-SXM4-40GB', ...flags);
+
+  it('refuses a --listen port that fetch() and browsers refuse, and names another', async () => {
+    const dir = join(mkdtempSync(join(tmpdir(), 'migpool-cli-serve-')), 'data');
+    const r = await serve(dir, '--listen', '127.0.0.1:6000');
+    expect(r.code).toBe(2);
+    expect(r.err).toBe(`migpool: --listen '127.0.0.1:6000': port 6000 is one that fetch() and browsers refuse (a "bad port" of the Fetch standard), so neither migpool's client nor the dashboard could reach the service; pass another port, e.g. --listen 127.0.0.1:8080\n`);
+    expect((await serve(dir, '--listen', '6667')).err).toMatch(/^migpool: --listen '6667': port 6667 .*e\.g\. --listen 127\.0\.0\.1:8080\n$/);
+    expect(existsSync(dir)).toBe(false);
   });
 });
 

@@ -18,6 +18,7 @@ import type { Store } from '../store/types.js';
 import type { GpuPort } from '../gpu/port.js';
 import type { Workload } from '../perf/types.js';
 import { openGpuPort, simulatorStatePath } from './device.js';
+import { isFetchBadPort } from './fetch-bad-ports.js';
 import { SimulatedGpuPort } from '../gpu/simulated/driver.js';
 import { FileSimulatedGpuPort } from '../gpu/simulated/file-port.js';
 import type { MultiplexOptions } from '../control/multiplex.js';
@@ -69,7 +70,11 @@ export function parseListen(text: string): { host: string; port: number } {
   const m = /^(?:(\[[0-9a-fA-F:]+\]|[\w.-]+):)?(\d{1,5})$/.exec(text.trim());
   const port = m ? Number(m[2]) : NaN;
   if (!m || port > 65535) throw badInput(`--listen '${text}': expected HOST:PORT such as 127.0.0.1:7070 (or a port)`);
-  return { host: (m[1] ?? '127.0.0.1').replace(/^\[|\]$/g, ''), port };
+  const host = (m[1] ?? '127.0.0.1').replace(/^\[|\]$/g, '');
+  if (isFetchBadPort(port)) {
+    throw badInput(`--listen '${text}': port ${port} is one that fetch() and browsers refuse (a "bad port" of the Fetch standard), so neither migpool's client nor the dashboard could reach the service; pass another port, e.g. --listen ${m[1] ?? '127.0.0.1'}:8080`);
+  }
+  return { host, port };
 }
 
 /**
