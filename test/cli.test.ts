@@ -41,6 +41,18 @@ describe('migpool serve: bad input is refused in one line, exit 2, before anythi
     expect((await serve(dir, '--listen', '6667')).err).toMatch(/^migpool: --listen '6667': port 6667 .*e\.g\. --listen 127\.0\.0\.1:8080\n$/);
     expect(existsSync(dir)).toBe(false);
   });
+
+  it('reads number flags as decimals only: 0x2 is not 2', async () => {
+    const dir = join(mkdtempSync(join(tmpdir(), 'migpool-cli-serve-')), 'data');
+    const r = await serve(dir, '--listen', '127.0.0.1:0', '--mps-slowdown-bound', '0x2');
+    expect(r.code).toBe(2);
+    expect(r.err).toBe("migpool: --mps-slowdown-bound '0x2': give a ratio from 1 to 100, e.g. 1.1 (the foreground within 10% of its speed alone)\n");
+    expect((await serve(dir, '--listen', '127.0.0.1:0', '--poll-ms', '0x1f4')).err).toBe("migpool: --poll-ms '0x1f4': give milliseconds from 100 to 600000\n");
+    expect(existsSync(dir)).toBe(false);
+    const sim = await cli('simulate', '--trace', 'synthetic', '--limit', '5', '--fleet', '1xA100-SXM4-40GB', '--policies', 'exclusive', '--preemption-cost', '0x3c');
+    expect(sim.code).toBe(2);
+    expect(sim.err).toBe("migpool: --preemption-cost must be a non-negative number, got '0x3c'\n");
+  });
 });
 
 describe('migpool gpus | profiles | layouts | check', () => {

@@ -3,6 +3,7 @@ import { readFile, rename, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Command } from 'commander';
 import { badInput, MigpoolError } from '../../errors.js';
+import { parseDecimal } from '../../decimal-number.js';
 import { lookupUnixUser } from '../../exec/unix-user.js';
 import { defaultDataDir, loadOrCreateToken, tokenPath, writeTokenTemp } from '../../server/files.js';
 import { adoptTokenAsAdmin, hashToken, newToken } from '../../server/users.js';
@@ -56,12 +57,7 @@ async function withStore<T>(f: StoreFlags, work: (store: Store, dataDir: string)
 }
 
 function parseNumber(text: string | undefined, flag: string): number | undefined {
-  if (text === undefined) return undefined;
-  // Decimal only: Number() also reads 0x10 and 0b11, which nobody means for a weight or a quota.
-  if (!/^\s*[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?\s*$/.test(text)) throw badInput(`${flag} '${text}' is not a number: give a decimal such as 2 or 0.5`);
-  const n = Number(text);
-  if (!Number.isFinite(n)) throw badInput(`${flag} '${text}' is too large`);
-  return n;
+  return text === undefined ? undefined : parseDecimal(text, flag);
 }
 
 async function mustExist(store: Store, name: string): Promise<UserRecord> {
