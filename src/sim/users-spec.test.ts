@@ -33,8 +33,9 @@ describe('--users', () => {
       ['alice:1:8', /'alice:1:8': the quota must be q and a positive number of GPUs \(q8\), got '8'/],
       ['alice:1:q0', /the quota must be q/],
       ['alice:1:q2:x', /too many parts/],
-      ['al ice', /a user name is letters, digits/],
-      ['alice,,bob', /'': a user name is/],
+      ['al ice', /^user name "al ice": use a letter, then letters, digits, _ \. - \(64 characters at most\)$/],
+      ['alice,,bob', /^user name "": use a letter/],
+      ['1bob:1', /^user name "1bob": use a letter, then letters/],
       ['alice,alice:2', /user 'alice' is named twice/],
     ] as const) {
       const m = message(() => parseUsersSpec(text));

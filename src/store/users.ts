@@ -1,4 +1,5 @@
 import { badInput } from '../errors.js';
+import { checkUserName } from '../sched/user-rules.js';
 import type { Dialect } from './records.js';
 import type { NewUser, UserPatch, UserRecord } from './types.js';
 
@@ -7,8 +8,8 @@ import type { NewUser, UserPatch, UserRecord } from './types.js';
  * dialects write the same way, and decoding a row. Tokens are never stored, only their SHA-256.
  */
 
-/** A user name: a letter, then letters, digits, `_ . -`; 64 characters at most. */
-export const USER_NAME = /^[A-Za-z][A-Za-z0-9_.-]{0,63}$/;
+// The name rule is the simulator's too (simulate --users): one rule, beneath both.
+export { checkUserName } from '../sched/user-rules.js';
 
 /**
  * A Unix account name as useradd(8) recommends it ("[a-z_][a-z0-9_-]*[$]?", at most 32
@@ -22,14 +23,6 @@ const MAX_WEIGHT = 1e6;
 const MAX_QUOTA_GPUS = 1e6;
 
 const TOKEN_HASH = /^[0-9a-f]{64}$/;
-
-/** Checks a user name (BAD_INPUT naming `where` and the rule). */
-export function checkUserName(name: unknown, where = 'user name'): string {
-  if (typeof name !== 'string' || !USER_NAME.test(name)) {
-    throw badInput(`${where} ${JSON.stringify(name)}: use a letter, then letters, digits, _ . - (64 characters at most)`);
-  }
-  return name;
-}
 
 /** Checks a weight: a positive number up to a million. */
 export function checkWeight(weight: unknown, where = 'weight'): number {
