@@ -69,6 +69,8 @@ describe('migpool users, offline', () => {
       [['users', 'add', '9lives'], /^migpool: user name "9lives": use a letter/],
       [['users', 'add', 'a', '--weight', '0'], /^migpool: --weight 0: give a positive number/],
       [['users', 'add', 'a', '--quota-gpus', 'lots'], /^migpool: --quota-gpus 'lots' is not a number/],
+      [['users', 'add', 'a', '--weight', '1e300'], /^migpool: --weight 1e\+300 is too large: give a positive number \(1 is the default share; 2 is twice that\) up to 1000000$/m],
+      [['users', 'add', 'a', '--weight', '1e400'], /^migpool: --weight '1e400' is too large$/m],
       [['users', 'add', 'a', '--weight', '0x10'], /^migpool: --weight '0x10' is not a number: give a decimal such as 2 or 0.5/],
       [['users', 'add', 'a', '--unix-user', 'not valid'], /^migpool: --unix-user "not valid": give a Unix account name/],
       [['users', 'add', 'zed'], /^/],

@@ -1,6 +1,7 @@
+import { decimalValue } from '../decimal-number.js';
 import { badInput } from '../errors.js';
 import type { UserShare } from '../sched/types.js';
-import { checkUserName } from '../sched/user-rules.js';
+import { checkQuota, checkUserName, checkWeight } from '../sched/user-rules.js';
 import type { TraceJob } from './types.js';
 
 /** What `--users` says: the users in the order given, with their weights and quotas. */
@@ -29,10 +30,12 @@ export function parseUsersSpec(text: string): UsersSpec {
     if (users.has(name)) throw badInput(`user '${name}' is named twice`);
     const weight = weightText === undefined ? 1 : positive(weightText);
     if (weight === null) throw badInput(`'${piece}': the weight must be a positive number, got '${weightText}'; ${EXAMPLE}`);
+    checkWeight(weight, `'${piece}': the weight`);
     let quotaGpus: number | null = null;
     if (quotaText !== undefined) {
       quotaGpus = /^q/i.test(quotaText) ? positive(quotaText.slice(1)) : null;
       if (quotaGpus === null) throw badInput(`'${piece}': the quota must be q and a positive number of GPUs (q8), got '${quotaText}'; ${EXAMPLE}`);
+      checkQuota(quotaGpus, `'${piece}': the quota`);
     }
     users.set(name, { weight, quotaGpus });
     names.push(name);
@@ -40,9 +43,10 @@ export function parseUsersSpec(text: string): UsersSpec {
   return { names, users };
 }
 
+/** A positive decimal (too large ones included: checkWeight and checkQuota say so), else null. */
 function positive(text: string): number | null {
-  const n = /^\d+(\.\d+)?$/.test(text) ? Number(text) : NaN;
-  return n > 0 && Number.isFinite(n) ? n : null;
+  const n = decimalValue(text);
+  return n > 0 ? n : null;
 }
 
 /**
