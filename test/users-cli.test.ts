@@ -99,6 +99,13 @@ describe('migpool users set', () => {
     expect((JSON.parse(set.out) as { user: unknown }).user).toMatchObject({ name: 'alice', weight: 3, quotaGpus: null, admin: true, unixUser: 'root' });
     const back = await cli('users', 'set', 'alice', '--no-admin', '--unix-user', 'none', '--quota-gpus', '0.5', '--data-dir', dir, '--json');
     expect((JSON.parse(back.out) as { user: unknown }).user).toMatchObject({ weight: 3, quotaGpus: 0.5, admin: false, unixUser: null });
+    // Both --admin and --no-admin: refused, whichever comes last, and nothing changes.
+    for (const order of [['--admin', '--no-admin'], ['--no-admin', '--admin']]) {
+      const both = await cli('users', 'set', 'alice', ...order, '--weight', '5', '--data-dir', dir);
+      expect(both.code).toBe(2);
+      expect(both.err).toBe("migpool: --admin and --no-admin both given for 'alice': give one (--admin makes them an admin, --no-admin a plain user)\n");
+    }
+    expect(JSON.parse((await cli('users', 'list', '--data-dir', dir, '--json')).out)).toMatchObject({ users: [{ name: 'admin' }, { name: 'alice', admin: false, weight: 3 }] });
     const nothing = await cli('users', 'set', 'alice', '--data-dir', dir);
     expect(nothing.code).toBe(2);
     expect(nothing.err).toMatch(/^migpool: nothing to change for 'alice'/);

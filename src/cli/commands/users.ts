@@ -166,7 +166,11 @@ export function registerUsers(program: Command, io: Io): void {
       io.err(`migpool users: removed ${name}`);
     });
 
+  // Commander lets the last of --admin and --no-admin win; both given is a slip to point out.
+  const adminFlags = new Set<string>();
   withStoreOptions(users.command('set').description("change a user's share, quota, admin right or Unix account (a running service uses it from its next pass)").argument('<name>', 'user name'))
+    .on('option:admin', () => adminFlags.add('--admin'))
+    .on('option:no-admin', () => adminFlags.add('--no-admin'))
     .option('--weight <w>', 'their share of the pool under contention')
     .option('--quota-gpus <n>', "most GPUs' worth of compute slices, or 'none'")
     .option('--admin', 'make them an admin')
@@ -174,6 +178,7 @@ export function registerUsers(program: Command, io: Io): void {
     .option('--unix-user <account>', "the Unix account their jobs run as, or 'none'")
     .option('--json', 'print the user as JSON')
     .action(async (name: string, f: StoreFlags & { weight?: string; quotaGpus?: string; admin?: boolean; unixUser?: string }) => {
+      if (adminFlags.size > 1) throw badInput(`--admin and --no-admin both given for '${name}': give one (--admin makes them an admin, --no-admin a plain user)`);
       const weight = parseNumber(f.weight, '--weight');
       if (weight !== undefined) checkWeight(weight, '--weight');
       const quotaGpus = f.quotaGpus === 'none' ? null : parseNumber(f.quotaGpus, '--quota-gpus');
