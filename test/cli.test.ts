@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { existsSync, mkdtempSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -40,6 +40,16 @@ describe('migpool serve: bad input is refused in one line, exit 2, before anythi
     expect(r.err).toBe(`migpool: --listen '127.0.0.1:6000': port 6000 is one that fetch() and browsers refuse (a "bad port" of the Fetch standard), so neither migpool's client nor the dashboard could reach the service; pass another port, e.g. --listen 127.0.0.1:8080\n`);
     expect((await serve(dir, '--listen', '6667')).err).toMatch(/^migpool: --listen '6667': port 6667 .*e\.g\. --listen 127\.0\.0\.1:8080\n$/);
     expect(existsSync(dir)).toBe(false);
+  });
+
+  it('refuses a --data-dir that is a file, and leaves the file alone', async () => {
+    const file = join(mkdtempSync(join(tmpdir(), 'migpool-cli-serve-')), 'notes.txt');
+    writeFileSync(file, 'my notes\n');
+    const r = await serve(file, '--listen', '127.0.0.1:0');
+    expect(r.code).toBe(2);
+    expect(r.err).toBe(`migpool: --data-dir '${file}' is a file, not a directory; give a directory\n`);
+    expect((await serve(join(file, 'data'), '--listen', '127.0.0.1:0')).err).toBe(`migpool: --data-dir '${join(file, 'data')}': '${file}' is a file, not a directory; give a directory\n`);
+    expect(readFileSync(file, 'utf8')).toBe('my notes\n');
   });
 
   it('reads number flags as decimals only: 0x2 is not 2', async () => {

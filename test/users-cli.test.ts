@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -87,6 +87,19 @@ describe('migpool users, offline', () => {
       expect(r.err, args.join(' ')).toMatch(message);
       expect(r.err.trimEnd().split('\n'), args.join(' ')).toHaveLength(1);
     }
+  });
+});
+
+describe('migpool users with a --data-dir that is a file', () => {
+  it('says so in one line, exit 2, and leaves the file alone', async () => {
+    const file = `${dataDir()}.txt`;
+    writeFileSync(file, 'my notes\n');
+    for (const args of [['add', 'bob'], ['list'], ['set', 'bob', '--weight', '2']]) {
+      const r = await cli('users', ...args, '--data-dir', file);
+      expect(r.code, args.join(' ')).toBe(2);
+      expect(r.err).toBe(`migpool: --data-dir '${file}' is a file, not a directory; give a directory\n`);
+    }
+    expect(readFileSync(file, 'utf8')).toBe('my notes\n');
   });
 });
 

@@ -10,8 +10,8 @@ import { createLocalExecutor } from '../exec/local-executor.js';
 import { createSlurmExecutor } from '../exec/slurm-executor.js';
 import { parsePolicy } from '../sched/registry.js';
 import { buildServer } from '../server/app.js';
-import { startJobMapping, type JobMappingWriter } from '../server/dcgm-job-mapping.js';
-import { loadOrCreateToken, removeServerInfo, tokenPath, writeServerInfo, SERVER_INFO_FILE } from '../server/files.js';
+import { DCGM_DIR_HINT, startJobMapping, type JobMappingWriter } from '../server/dcgm-job-mapping.js';
+import { checkDirectoryPath, loadOrCreateToken, removeServerInfo, tokenPath, writeServerInfo, SERVER_INFO_FILE } from '../server/files.js';
 import { openStore } from '../store/open.js';
 import { adoptTokenAsAdmin, FIRST_ADMIN, storeCallers } from '../server/users.js';
 import type { Store } from '../store/types.js';
@@ -129,6 +129,9 @@ function openExecutor(o: PoolOptions, gpu: GpuPort): Executor {
 export async function startPool(o: PoolOptions): Promise<RunningPool> {
   const { host, port } = parseListen(o.listen ?? '127.0.0.1:7070');
   const policy = parsePolicy(o.policy ?? 'migpool');
+  // A file where a directory should be is refused before anything is created.
+  checkDirectoryPath(o.dataDir, '--data-dir');
+  if (o.dcgmJobMappingDir !== undefined) checkDirectoryPath(o.dcgmJobMappingDir, '--dcgm-job-mapping-dir', DCGM_DIR_HINT);
   try {
     mkdirSync(o.dataDir, { recursive: true, mode: 0o700 });
   } catch (e) {

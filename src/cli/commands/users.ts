@@ -5,7 +5,7 @@ import type { Command } from 'commander';
 import { badInput, MigpoolError } from '../../errors.js';
 import { parseDecimal } from '../../decimal-number.js';
 import { lookupUnixUser } from '../../exec/unix-user.js';
-import { defaultDataDir, loadOrCreateToken, tokenPath, writeTokenTemp } from '../../server/files.js';
+import { checkDirectoryPath, defaultDataDir, loadOrCreateToken, tokenPath, writeTokenTemp } from '../../server/files.js';
 import { adoptTokenAsAdmin, hashToken, newToken } from '../../server/users.js';
 import { openStore } from '../../store/open.js';
 import type { Store, UserRecord } from '../../store/types.js';
@@ -42,6 +42,7 @@ function withStoreOptions(cmd: Command): Command {
  */
 async function withStore<T>(f: StoreFlags, work: (store: Store, dataDir: string) => Promise<T>, create = false): Promise<T> {
   const dataDir = f.dataDir ?? defaultDataDir();
+  checkDirectoryPath(dataDir, '--data-dir');
   // Only `users add` may start a pool: elsewhere a mistyped --data-dir would make a new one.
   if (!create && f.database === undefined && !existsSync(join(dataDir, 'migpool.db'))) {
     throw badInput(`${dataDir} is not a migpool data dir (it has no migpool.db): pass --data-dir with the one \`migpool serve\` uses, or start a pool there with \`migpool users add\` or \`migpool serve\``);
