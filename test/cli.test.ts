@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -50,6 +50,17 @@ describe('migpool serve: bad input is refused in one line, exit 2, before anythi
     expect(r.err).toBe(`migpool: --data-dir '${file}' is a file, not a directory; give a directory\n`);
     expect((await serve(join(file, 'data'), '--listen', '127.0.0.1:0')).err).toBe(`migpool: --data-dir '${join(file, 'data')}': '${file}' is a file, not a directory; give a directory\n`);
     expect(readFileSync(file, 'utf8')).toBe('my notes\n');
+  });
+
+  it("refuses a data dir whose migpool.db is not migpool's database, and leaves it as it was", async () => {
+    const dir = join(mkdtempSync(join(tmpdir(), 'migpool-cli-serve-')), 'data');
+    mkdirSync(dir);
+    writeFileSync(join(dir, 'migpool.db'), 'not a database\n');
+    const r = await serve(dir, '--listen', '127.0.0.1:0');
+    expect(r.code).toBe(2);
+    expect(r.err).toBe(`migpool: ${join(dir, 'migpool.db')} is not a migpool database: SQLite says 'file is not a database' (it is another kind of file, or a damaged database); move it away (or restore it from a backup) and start again, or pass --data-dir with another directory\n`);
+    expect(readdirSync(dir)).toEqual(['migpool.db']);
+    expect(readFileSync(join(dir, 'migpool.db'), 'utf8')).toBe('not a database\n');
   });
 
   it('reads number flags as decimals only: 0x2 is not 2', async () => {

@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -100,6 +100,21 @@ describe('migpool users with a --data-dir that is a file', () => {
       expect(r.err).toBe(`migpool: --data-dir '${file}' is a file, not a directory; give a directory\n`);
     }
     expect(readFileSync(file, 'utf8')).toBe('my notes\n');
+  });
+});
+
+describe("migpool users with a migpool.db that is not migpool's", () => {
+  it('says so, naming the file and the fix, writes no token beside it, and leaves it alone', async () => {
+    const dir = dataDir();
+    mkdirSync(dir);
+    writeFileSync(join(dir, 'migpool.db'), 'not a database\n');
+    for (const args of [['add', 'bob'], ['list']]) {
+      const r = await cli('users', ...args, '--data-dir', dir);
+      expect(r.code, args.join(' ')).toBe(2);
+      expect(r.err).toBe(`migpool: ${join(dir, 'migpool.db')} is not a migpool database: SQLite says 'file is not a database' (it is another kind of file, or a damaged database); move it away (or restore it from a backup) and start again, or pass --data-dir with another directory\n`);
+    }
+    expect(readdirSync(dir)).toEqual(['migpool.db']);
+    expect(readFileSync(join(dir, 'migpool.db'), 'utf8')).toBe('not a database\n');
   });
 });
 

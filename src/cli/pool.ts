@@ -12,7 +12,7 @@ import { parsePolicy } from '../sched/registry.js';
 import { buildServer } from '../server/app.js';
 import { DCGM_DIR_HINT, startJobMapping, type JobMappingWriter } from '../server/dcgm-job-mapping.js';
 import { checkDirectoryPath, loadOrCreateToken, removeServerInfo, tokenPath, writeServerInfo, SERVER_INFO_FILE } from '../server/files.js';
-import { openStore } from '../store/open.js';
+import { checkStoreFile, openStore } from '../store/open.js';
 import { adoptTokenAsAdmin, FIRST_ADMIN, storeCallers } from '../server/users.js';
 import type { Store } from '../store/types.js';
 import type { GpuPort } from '../gpu/port.js';
@@ -132,6 +132,8 @@ export async function startPool(o: PoolOptions): Promise<RunningPool> {
   // A file where a directory should be is refused before anything is created.
   checkDirectoryPath(o.dataDir, '--data-dir');
   if (o.dcgmJobMappingDir !== undefined) checkDirectoryPath(o.dcgmJobMappingDir, '--dcgm-job-mapping-dir', DCGM_DIR_HINT);
+  // A migpool.db that is not migpool's is refused before the simulated GPUs' file is written beside it.
+  checkStoreFile({ dataDir: o.dataDir, databaseUrl: o.database });
   try {
     mkdirSync(o.dataDir, { recursive: true, mode: 0o700 });
   } catch (e) {

@@ -7,7 +7,7 @@ import { parseDecimal } from '../../decimal-number.js';
 import { lookupUnixUser } from '../../exec/unix-user.js';
 import { checkDirectoryPath, defaultDataDir, loadOrCreateToken, tokenPath, writeTokenTemp } from '../../server/files.js';
 import { adoptTokenAsAdmin, hashToken, newToken } from '../../server/users.js';
-import { openStore } from '../../store/open.js';
+import { checkStoreFile, openStore } from '../../store/open.js';
 import type { Store, UserRecord } from '../../store/types.js';
 import { checkQuota, checkUnixUser, checkUserName, checkWeight } from '../../store/users.js';
 import { writeJson, type Io } from '../io.js';
@@ -47,6 +47,8 @@ async function withStore<T>(f: StoreFlags, work: (store: Store, dataDir: string)
   if (!create && f.database === undefined && !existsSync(join(dataDir, 'migpool.db'))) {
     throw badInput(`${dataDir} is not a migpool data dir (it has no migpool.db): pass --data-dir with the one \`migpool serve\` uses, or start a pool there with \`migpool users add\` or \`migpool serve\``);
   }
+  // A migpool.db that is not migpool's is refused before a token file is written beside it.
+  checkStoreFile({ dataDir, ...(f.database !== undefined ? { databaseUrl: f.database } : {}) });
   const token = await loadOrCreateToken(dataDir);
   const store = await openStore({ dataDir, ...(f.database !== undefined ? { databaseUrl: f.database } : {}) });
   try {
