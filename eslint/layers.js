@@ -13,7 +13,8 @@ import { posix, relative, sep } from 'node:path';
  *   decisions  sched/ optimize/ burst/               rows below
  *   models     perf/ partition/                      rows below
  *   facts      mig/ jobs/                            base only
- *   base       errors.ts random.ts                   nothing of ours
+ *   base       errors.ts random.ts schema-words.ts   nothing of ours
+ *              decimal-number.ts
  *   adapters   gpu/ store/ exec/ k8s/ slurm/         decisions, models, facts, base (never time/faces)
  *
  * - Arrows point down: a folder imports its own files, the rows beneath it and base, never a row
@@ -28,7 +29,10 @@ import { posix, relative, sep } from 'node:path';
  *   time, beside control/; k8s/ (Kubernetes API, manifests) and slurm/ (sbatch/squeue, slurm.conf)
  *   are adapters: they talk to a cluster manager and only the CLI and exec/ use them; jobs/ holds
  *   the service's job spec (a zod schema), a noun that control/, store/, server/ and k8s/ share;
- *   errors.ts (the error class) and random.ts (the seeded source) are base, beneath everything.
+ *   errors.ts (the error class), random.ts (the seeded source), schema-words.ts (schema problems
+ *   in plain words, for every layer that checks a file or spec) and decimal-number.ts (the one
+ *   parser of decimal numbers, for flags and for lists such as simulate --users) are base,
+ *   beneath everything.
  * - Tests (x.test.ts, and test/, bench/ outside src/) are harnesses, not layers: they may import
  *   anything (a policy's test runs it through the simulator).
  */
@@ -46,7 +50,7 @@ export const ROWS = [
 export const ADAPTERS = ['gpu', 'store', 'exec', 'k8s', 'slurm'];
 
 /** Files directly in src/ beneath every layer. */
-export const BASE = ['errors.ts', 'random.ts'];
+export const BASE = ['errors.ts', 'random.ts', 'schema-words.ts', 'decimal-number.ts'];
 
 /** Folders that do no I/O. */
 export const PURE = ['mig', 'jobs', 'perf', 'partition', 'optimize', 'burst', 'sched', 'sim'];

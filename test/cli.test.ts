@@ -1,4 +1,7 @@
 import { execFile } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { BIN, cli } from './run-cli.js';
@@ -24,6 +27,52 @@ describe('the installed migpool command (bin/migpool.js over the build)', () => 
     expect(failure.code).toBe(2);
     expect(failure.stderr.trim().split('\n')).toHaveLength(1);
     expect(failure.stderr).toMatch(/^migpool: unknown GPU 'V100': use one of A30-24GB/);
+  });
+});
+
+describe('migpool serve: bad input is refused in one line, exit 2, before anything starts', () => {
+  const serve = (dataDir: string, ...flags: string[]) => cli('serve', '--data-dir', dataDir, '--simulate', '1xA100-SXM4-40GB', ...flags);
+
+  it('refuses a --listen port that fetch() and browsers refuse, and names another', async () => {
+    const dir = join(mkdtempSync(join(tmpdir(), 'migpool-cli-serve-')), 'data');
+    const r = await serve(dir, '--listen', '127.0.0.1:6000');
+    expect(r.code).toBe(2);
+    expect(r.err).toBe(`migpool: --listen '127.0.0.1:6000': port 6000 is one that fetch() and browsers refuse (a "bad port" of the Fetch standard), so neither migpool's client nor the dashboard could reach the service; pass another port, e.g. --listen 127.0.0.1:8080\n`);
+    expect((await serve(dir, '--listen', '6667')).err).toMatch(/^migpool: --listen '6667': port 6667 .*e\.g\. --listen 127\.0\.0\.1:8080\n$/);
+    expect(existsSync(dir)).toBe(false);
+  });
+
+  it('refuses a --data-dir that is a file, and leaves the file alone', async () => {
+    const file = join(mkdtempSync(join(tmpdir(), 'migpool-cli-serve-')), 'notes.txt');
+    writeFileSync(file, 'my notes\n');
+    const r = await serve(file, '--listen', '127.0.0.1:0');
+    expect(r.code).toBe(2);
+    expect(r.err).toBe(`migpool: --data-dir '${file}' is a file, not a directory; give a directory\n`);
+    expect((await serve(join(file, 'data'), '--listen', '127.0.0.1:0')).err).toBe(`migpool: --data-dir '${join(file, 'data')}': '${file}' is a file, not a directory; give a directory\n`);
+    expect(readFileSync(file, 'utf8')).toBe('my notes\n');
+  });
+
+  it("refuses a data dir whose migpool.db is not migpool's database, and leaves it as it was", async () => {
+    const dir = join(mkdtempSync(join(tmpdir(), 'migpool-cli-serve-')), 'data');
+    mkdirSync(dir);
+    writeFileSync(join(dir, 'migpool.db'), 'not a database\n');
+    const r = await serve(dir, '--listen', '127.0.0.1:0');
+    expect(r.code).toBe(2);
+    expect(r.err).toBe(`migpool: ${join(dir, 'migpool.db')} is not a migpool database: SQLite says 'file is not a database' (it is another kind of file, or a damaged database); move it away (or restore it from a backup) and start again, or pass --data-dir with another directory\n`);
+    expect(readdirSync(dir)).toEqual(['migpool.db']);
+    expect(readFileSync(join(dir, 'migpool.db'), 'utf8')).toBe('not a database\n');
+  });
+
+  it('reads number flags as decimals only: 0x2 is not 2', async () => {
+    const dir = join(mkdtempSync(join(tmpdir(), 'migpool-cli-serve-')), 'data');
+    const r = await serve(dir, '--listen', '127.0.0.1:0', '--mps-slowdown-bound', '0x2');
+    expect(r.code).toBe(2);
+    expect(r.err).toBe("migpool: --mps-slowdown-bound '0x2': give a ratio from 1 to 100, e.g. 1.1 (the foreground within 10% of its speed alone)\n");
+    expect((await serve(dir, '--listen', '127.0.0.1:0', '--poll-ms', '0x1f4')).err).toBe("migpool: --poll-ms '0x1f4': give milliseconds from 100 to 600000\n");
+    expect(existsSync(dir)).toBe(false);
+    const sim = await cli('simulate', '--trace', 'synthetic', '--limit', '5', '--fleet', '1xA100-SXM4-40GB', '--policies', 'exclusive', '--preemption-cost', '0x3c');
+    expect(sim.code).toBe(2);
+    expect(sim.err).toBe("migpool: --preemption-cost must be a non-negative number, got '0x3c'\n");
   });
 });
 

@@ -1,4 +1,4 @@
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
@@ -250,14 +250,20 @@ describe('migpool serve (startPool) with --dcgm-job-mapping-dir', () => {
     }
   });
 
-  it('refuses a mapping directory it cannot create in one line, exit 2', async () => {
+  it('refuses a mapping directory that is a file (or under one) in one line, exit 2, before starting', async () => {
     const data = mkdtempSync(join(tmpdir(), 'migpool-monitoring-bad-'));
     try {
       writeFileSync(join(data, 'file'), '');
       const r = await cli('serve', '--data-dir', join(data, 'd'), '--listen', '127.0.0.1:0', '--simulate', '1xA100-SXM4-40GB', '--dcgm-job-mapping-dir', join(data, 'file', 'map'));
       expect(r.code).toBe(2);
       expect(r.err.trim().split('\n')).toHaveLength(1);
-      expect(r.err).toMatch(/--dcgm-job-mapping-dir '.*file\/map': cannot create it \(ENOTDIR\); give a writable directory/);
+      expect(r.err).toBe(`migpool: --dcgm-job-mapping-dir '${join(data, 'file', 'map')}': '${join(data, 'file')}' is a file, not a directory; give a directory (the one dcgm-exporter reads with --hpc-job-mapping-dir)\n`);
+      // Refused before anything starts: no data dir made, the file untouched.
+      expect(existsSync(join(data, 'd'))).toBe(false);
+      const itself = await cli('serve', '--data-dir', join(data, 'd'), '--listen', '127.0.0.1:0', '--simulate', '1xA100-SXM4-40GB', '--dcgm-job-mapping-dir', join(data, 'file'));
+      expect(itself.code).toBe(2);
+      expect(itself.err).toBe(`migpool: --dcgm-job-mapping-dir '${join(data, 'file')}' is a file, not a directory; give a directory (the one dcgm-exporter reads with --hpc-job-mapping-dir)\n`);
+      expect(readFileSync(join(data, 'file'), 'utf8')).toBe('');
     } finally {
       rmSync(data, { recursive: true, force: true });
     }

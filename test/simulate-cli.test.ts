@@ -137,6 +137,9 @@ describe('migpool simulate', () => {
     [['--reconfigure-seconds', '-1'], /^migpool: --reconfigure-seconds must be a non-negative number/],
     [['--trace', 'nowhere.csv'], /^migpool: --trace 'nowhere.csv': no such file/],
     [['--users', 'alice:2,bob:x'], /^migpool: --users: 'bob:x': the weight must be a positive number, got 'x'; e\.g\. alice:2,bob:1,carol:1:q4/],
+    // The name rule of `migpool users add` (src/sched/user-rules.ts), in its words.
+    [['--users', 'alice:1e300'], /^migpool: --users: 'alice:1e300': the weight 1e\+300 is too large: give a positive number \(1 is the default share; 2 is twice that\) up to 1000000\n$/],
+    [['--users', 'alice:2,1bob:1'], /^migpool: --users: user name "1bob": use a letter, then letters, digits, _ \. - \(64 characters at most\)\n$/],
   ])('exits 2 with one line for %j', async (args, message) => {
     const defaults: Record<string, string> = { '--trace': 'synthetic', '--fleet': '2xA100-SXM4-40GB', '--policies': 'exclusive', '--limit': '5' };
     for (let i = 0; i < args.length; i += 2) defaults[args[i]!] = args[i + 1]!;

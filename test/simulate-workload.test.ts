@@ -25,4 +25,13 @@ describe('migpool simulate --workload FILE.yaml', () => {
     expect(without.err.trim().split('\n')).toHaveLength(1);
     expect(without.err).toMatch(/unknown workload 'mine'/);
   });
+
+  it('words a schema problem of the file plainly, with the file, line and field path', async () => {
+    const bad = join(dir, 'bad.yaml');
+    writeFileSync(bad, 'name: bad\nbatchSize: 32\ndatasetSize: 1000\npoints:\n  - { gpu: A100-SXM4-40GB, profile: 1g.5gb, iterationMs: 64.8 }\n  - { gpu: A100-SXM4-40GB, profile: full, iterationMs: -3 }\n');
+    const r = await cli('simulate', '--trace', 'synthetic', '--limit', '5', '--fleet', '1xA100-SXM4-40GB', '--policies', 'exclusive', '--workload', bad);
+    expect(r.code).toBe(2);
+    expect(r.out).toBe('');
+    expect(r.err).toBe(`migpool: ${bad}:6: points[1].iterationMs: expected a number greater than 0, got -3; a workload file is what 'migpool bench --out' writes\n`);
+  });
 });

@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -69,6 +69,8 @@ describe('migpool users, offline', () => {
       [['users', 'add', '9lives'], /^migpool: user name "9lives": use a letter/],
       [['users', 'add', 'a', '--weight', '0'], /^migpool: --weight 0: give a positive number/],
       [['users', 'add', 'a', '--quota-gpus', 'lots'], /^migpool: --quota-gpus 'lots' is not a number/],
+      [['users', 'add', 'a', '--weight', '1e300'], /^migpool: --weight 1e\+300 is too large: give a positive number \(1 is the default share; 2 is twice that\) up to 1000000$/m],
+      [['users', 'add', 'a', '--weight', '1e400'], /^migpool: --weight '1e400' is too large$/m],
       [['users', 'add', 'a', '--weight', '0x10'], /^migpool: --weight '0x10' is not a number: give a decimal such as 2 or 0.5/],
       [['users', 'add', 'a', '--unix-user', 'not valid'], /^migpool: --unix-user "not valid": give a Unix account name/],
       [['users', 'add', 'zed'], /^/],
@@ -88,6 +90,34 @@ describe('migpool users, offline', () => {
   });
 });
 
+describe('migpool users with a --data-dir that is a file', () => {
+  it('says so in one line, exit 2, and leaves the file alone', async () => {
+    const file = `${dataDir()}.txt`;
+    writeFileSync(file, 'my notes\n');
+    for (const args of [['add', 'bob'], ['list'], ['set', 'bob', '--weight', '2']]) {
+      const r = await cli('users', ...args, '--data-dir', file);
+      expect(r.code, args.join(' ')).toBe(2);
+      expect(r.err).toBe(`migpool: --data-dir '${file}' is a file, not a directory; give a directory\n`);
+    }
+    expect(readFileSync(file, 'utf8')).toBe('my notes\n');
+  });
+});
+
+describe("migpool users with a migpool.db that is not migpool's", () => {
+  it('says so, naming the file and the fix, writes no token beside it, and leaves it alone', async () => {
+    const dir = dataDir();
+    mkdirSync(dir);
+    writeFileSync(join(dir, 'migpool.db'), 'not a database\n');
+    for (const args of [['add', 'bob'], ['list']]) {
+      const r = await cli('users', ...args, '--data-dir', dir);
+      expect(r.code, args.join(' ')).toBe(2);
+      expect(r.err).toBe(`migpool: ${join(dir, 'migpool.db')} is not a migpool database: SQLite says 'file is not a database' (it is another kind of file, or a damaged database); move it away (or restore it from a backup) and start again, or pass --data-dir with another directory\n`);
+    }
+    expect(readdirSync(dir)).toEqual(['migpool.db']);
+    expect(readFileSync(join(dir, 'migpool.db'), 'utf8')).toBe('not a database\n');
+  });
+});
+
 describe('migpool users set', () => {
   it("changes a user's weight, quota, admin right and account; 'none' clears", async () => {
     const dir = dataDir();
@@ -97,6 +127,13 @@ describe('migpool users set', () => {
     expect((JSON.parse(set.out) as { user: unknown }).user).toMatchObject({ name: 'alice', weight: 3, quotaGpus: null, admin: true, unixUser: 'root' });
     const back = await cli('users', 'set', 'alice', '--no-admin', '--unix-user', 'none', '--quota-gpus', '0.5', '--data-dir', dir, '--json');
     expect((JSON.parse(back.out) as { user: unknown }).user).toMatchObject({ weight: 3, quotaGpus: 0.5, admin: false, unixUser: null });
+    // Both --admin and --no-admin: refused, whichever comes last, and nothing changes.
+    for (const order of [['--admin', '--no-admin'], ['--no-admin', '--admin']]) {
+      const both = await cli('users', 'set', 'alice', ...order, '--weight', '5', '--data-dir', dir);
+      expect(both.code).toBe(2);
+      expect(both.err).toBe("migpool: --admin and --no-admin both given for 'alice': give one (--admin makes them an admin, --no-admin a plain user)\n");
+    }
+    expect(JSON.parse((await cli('users', 'list', '--data-dir', dir, '--json')).out)).toMatchObject({ users: [{ name: 'admin' }, { name: 'alice', admin: false, weight: 3 }] });
     const nothing = await cli('users', 'set', 'alice', '--data-dir', dir);
     expect(nothing.code).toBe(2);
     expect(nothing.err).toMatch(/^migpool: nothing to change for 'alice'/);

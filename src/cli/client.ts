@@ -168,7 +168,8 @@ export class ServiceClient {
     const err = e as Error & { cause?: { code?: string; message?: string } };
     if (err.name === 'TimeoutError') return new MigpoolError('RUNTIME', `the migpool service at ${this.url} did not answer within ${REQUEST_TIMEOUT_MS / 1000} s: is it overloaded or stuck?`, { unanswered: true });
     const why = err.cause?.message ?? err.cause?.code ?? err.message;
-    // fetch refuses the ports the Fetch standard blocks (6000, 6665-6669, ...) before connecting.
+    // fetch refuses the ports the Fetch standard blocks (FETCH_BAD_PORTS: 6000, 6665-6669, ...) before
+    // connecting; `migpool serve` refuses to listen on them since, but an older service may.
     if (why === 'bad port') {
       return badInput(`cannot talk to ${this.url}: fetch refuses that port (one the Fetch standard blocks, "bad port"), whether or not a service listens there; run \`migpool serve --listen HOST:PORT\` on another port, e.g. 8080`);
     }

@@ -10,14 +10,15 @@ import { createLocalExecutor } from '../exec/local-executor.js';
 import { createSlurmExecutor } from '../exec/slurm-executor.js';
 import { parsePolicy } from '../sched/registry.js';
 import { buildServer } from '../server/app.js';
-import { startJobMapping, type JobMappingWriter } from '../server/dcgm-job-mapping.js';
-import { loadOrCreateToken, removeServerInfo, tokenPath, writeServerInfo, SERVER_INFO_FILE } from '../server/files.js';
-import { openStore } from '../store/open.js';
+import { DCGM_DIR_HINT, startJobMapping, type JobMappingWriter } from '../server/dcgm-job-mapping.js';
+import { checkDirectoryPath, loadOrCreateToken, removeServerInfo, tokenPath, writeServerInfo, SERVER_INFO_FILE } from '../server/files.js';
+import { checkStoreFile, openStore } from '../store/open.js';
 import { adoptTokenAsAdmin, FIRST_ADMIN, storeCallers } from '../server/users.js';
 import type { Store } from '../store/types.js';
 import type { GpuPort } from '../gpu/port.js';
 import type { Workload } from '../perf/types.js';
 import { openGpuPort, simulatorStatePath } from './device.js';
+import { isFetchBadPort } from './fetch-bad-ports.js';
 import { SimulatedGpuPort } from '../gpu/simulated/driver.js';
 import { FileSimulatedGpuPort } from '../gpu/simulated/file-port.js';
 import type { MultiplexOptions } from '../control/multiplex.js';
@@ -69,7 +70,11 @@ export function parseListen(text: string): { host: string; port: number } {
   const m = /^(?:(\[[0-9a-fA-F:]+\]|[\w.-]+):)?(\d{1,5})$/.exec(text.trim());
   const port = m ? Number(m[2]) : NaN;
   if (!m || port > 65535) throw badInput(`--listen '${text}': expected HOST:PORT such as 127.0.0.1:7070 (or a port)`);
-  return { host: (m[1] ?? '127.0.0.1').replace(/^\[|\]$/g, ''), port };
+  const host = (m[1] ?? '127.0.0.1').replace(/^\[|\]$/g, '');
+  if (isFetchBadPort(port)) {
+    throw badInput(`--listen '${text}': port ${port} is one that fetch() and browsers refuse (a "bad port" of the Fetch standard), so neither migpool's client nor the dashboard could reach the service; pass another port, e.g. --listen ${m[1] ?? '127.0.0.1'}:8080`);
+  }
+  return { host, port };
 }
 
 /**
@@ -124,6 +129,11 @@ function openExecutor(o: PoolOptions, gpu: GpuPort): Executor {
 export async function startPool(o: PoolOptions): Promise<RunningPool> {
   const { host, port } = parseListen(o.listen ?? '127.0.0.1:7070');
   const policy = parsePolicy(o.policy ?? 'migpool');
+  // A file where a directory should be is refused before anything is created.
+  checkDirectoryPath(o.dataDir, '--data-dir');
+  if (o.dcgmJobMappingDir !== undefined) checkDirectoryPath(o.dcgmJobMappingDir, '--dcgm-job-mapping-dir', DCGM_DIR_HINT);
+  // A migpool.db that is not migpool's is refused before the simulated GPUs' file is written beside it.
+  checkStoreFile({ dataDir: o.dataDir, databaseUrl: o.database });
   try {
     mkdirSync(o.dataDir, { recursive: true, mode: 0o700 });
   } catch (e) {

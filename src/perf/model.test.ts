@@ -247,10 +247,29 @@ describe('user workloads', () => {
 
   it('say where a file is wrong', () => {
     expect(() => parseWorkloadYaml(yaml.replace('batchSize: 128', 'batchSize: -1'), 'w.yaml')).toThrow(/w\.yaml:2: batchSize/);
-    expect(() => parseWorkloadYaml(yaml.replace('profile: 3g.20gb', 'profile: 9g.99gb'), 'w.yaml')).toThrow(/w\.yaml:8: points\.2\.profile: profile '9g\.99gb'/);
-    expect(() => parseWorkloadYaml(yaml.replace('gpu: A100-SXM4-40GB, profile: 1g', 'gpu: K80, profile: 1g'), 'w.yaml')).toThrow(/w\.yaml:6: points\.0\.gpu: unknown GPU/);
+    expect(() => parseWorkloadYaml(yaml.replace('profile: 3g.20gb', 'profile: 9g.99gb'), 'w.yaml')).toThrow(/w\.yaml:8: points\[2\]\.profile: profile '9g\.99gb'/);
+    expect(() => parseWorkloadYaml(yaml.replace('gpu: A100-SXM4-40GB, profile: 1g', 'gpu: K80, profile: 1g'), 'w.yaml')).toThrow(/w\.yaml:6: points\[0\]\.gpu: unknown GPU/);
     expect(() => parseWorkloadYaml('name: x\nbatchSize: 1\ndatasetSize: 1\n', 'w.yaml')).toThrow(/give 'points'/);
     expect(() => parseWorkloadYaml('name: [', 'w.yaml')).toThrow(/w\.yaml:\d+: not valid YAML/);
+  });
+
+  it('word schema problems plainly: the field path, what is expected, what was found', () => {
+    const fails = (text: string): string => {
+      try {
+        parseWorkloadYaml(text, 'w.yaml');
+      } catch (e) {
+        return (e as Error).message;
+      }
+      throw new Error('parsed');
+    };
+    const hint = "; a workload file is what 'migpool bench --out' writes";
+    expect(fails(yaml.replace('batchSize: 128', 'batchSize: -1'))).toBe(`w.yaml:2: batchSize: expected a number greater than 0, got -1${hint}`);
+    expect(fails(yaml.replace('iterationMs: 38.2', 'iterationMs: fast'))).toBe(`w.yaml:7: points[1].iterationMs: expected a number, got 'fast'${hint}`);
+    expect(fails(yaml.replace('batchSize: 128', 'batchSize: 12.5'))).toBe(`w.yaml:2: batchSize: expected a whole number, got 12.5${hint}`);
+    expect(fails(yaml.replace('name: my-resnet\n', ''))).toBe(`w.yaml:1: name: missing: give text${hint}`);
+    expect(fails(yaml.replace('name: my-resnet', 'name: my-resnet\nbatchsize: 3'))).toBe(`w.yaml:1: the file: unknown field 'batchsize': remove it or check the spelling${hint}`);
+    expect(fails(`${yaml}memoryBoundShare: 2\n`)).toMatch(/^w\.yaml:\d+: memoryBoundShare: expected a number of at most 1, got 2;/);
+    expect(fails(`${yaml}sharing:\n  - { gpu: A100-SXM4-40GB, kind: mig, jobs: 2, iterationMs: 50 }\n`)).toMatch(/: sharing\[0\]\.kind: expected timeslice or mps, got 'mig';/);
   });
 });
 

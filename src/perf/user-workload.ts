@@ -1,6 +1,7 @@
 import { isMap, isSeq, LineCounter, parseDocument, stringify } from 'yaml';
 import { z } from 'zod';
 import { badInput } from '../errors.js';
+import { fieldPath, plainWords } from '../schema-words.js';
 import { resolveGpuModel } from '../mig/catalog/index.js';
 import { DEFAULT_MEMORY_BOUND_SHARE } from './calibrated.js';
 import { fitCurve, type CurvePoint } from './fit.js';
@@ -118,12 +119,12 @@ export function parseWorkloadYaml(text: string, file: string): Workload {
     const e = doc.errors[0];
     throw badInput(`${file}:${e?.linePos?.[0]?.line ?? 1}: not valid YAML: ${e?.message.split('\n')[0] ?? ''}`);
   }
-  const parsed = SCHEMA.safeParse(doc.toJS());
+  const parsed = SCHEMA.safeParse(doc.toJS(), { error: plainWords });
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
     const path = issue?.path ?? [];
     const line = lineOf(path) ?? 1;
-    throw badInput(`${file}:${line}: ${path.length > 0 ? path.join('.') : 'workload'}: ${issue?.message ?? 'invalid'}`);
+    throw badInput(`${file}:${line}: ${fieldPath(path)}: ${issue?.message ?? 'invalid'}; a workload file is what 'migpool bench --out' writes`);
   }
   const w = parsed.data;
   const m = w.memoryBoundShare ?? DEFAULT_MEMORY_BOUND_SHARE;
@@ -131,14 +132,14 @@ export function parseWorkloadYaml(text: string, file: string): Workload {
     try {
       return { gpu: resolveGpuModel(p.gpu).name, kind: p.kind, jobs: p.jobs, iterationMs: p.iterationMs };
     } catch (e) {
-      throw badInput(`${file}:${lineOf(['sharing', i]) ?? 1}: sharing.${i}.gpu: ${(e as Error).message}`);
+      throw badInput(`${file}:${lineOf(['sharing', i]) ?? 1}: sharing[${i}].gpu: ${(e as Error).message}`);
     }
   });
   const withSharing = (wl: Workload): Workload => (sharing.length > 0 ? { ...wl, sharing } : wl);
   const options = { memoryGiB: w.memoryGiB ?? null, memoryBoundShare: m, ...(w.description !== undefined ? { description: w.description } : {}) };
   if (w.points && w.points.length > 0) {
     const points: MeasuredPoint[] = w.points.map((p, i) => {
-      const at = `${file}:${lineOf(['points', i]) ?? 1}: points.${i}`;
+      const at = `${file}:${lineOf(['points', i]) ?? 1}: points[${i}]`;
       let gpu;
       try {
         gpu = resolveGpuModel(p.gpu);

@@ -94,13 +94,16 @@ describe('startJobMapping', () => {
     await writer.close();
   });
 
-  it('refuses a directory it cannot create, naming the flag', async () => {
+  it('refuses a directory that is a file, or under one, naming the flag and the file', async () => {
     const dir = tempDir();
     const file = join(dir, 'plain-file');
     writeFileSync(file, '');
-    const err = await startJobMapping(pool(), join(file, 'sub')).catch((e: unknown) => e);
-    expect(err).toBeInstanceOf(MigpoolError);
-    expect((err as MigpoolError).message).toMatch(/^--dcgm-job-mapping-dir '.*sub': cannot create it \(ENOTDIR\)/);
+    const under = await startJobMapping(pool(), join(file, 'sub')).catch((e: unknown) => e);
+    expect(under).toBeInstanceOf(MigpoolError);
+    expect((under as MigpoolError).code).toBe('BAD_INPUT');
+    expect((under as MigpoolError).message).toBe(`--dcgm-job-mapping-dir '${join(file, 'sub')}': '${file}' is a file, not a directory; give a directory (the one dcgm-exporter reads with --hpc-job-mapping-dir)`);
+    const itself = await startJobMapping(pool(), file).catch((e: unknown) => e);
+    expect((itself as MigpoolError).message).toBe(`--dcgm-job-mapping-dir '${file}' is a file, not a directory; give a directory (the one dcgm-exporter reads with --hpc-job-mapping-dir)`);
   });
 
   it('refuses to start when it cannot write a file there, and reports later failures through the log once', async () => {

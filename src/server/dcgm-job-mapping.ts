@@ -1,6 +1,7 @@
 import { mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { badInput } from '../errors.js';
+import { checkDirectoryPath } from './files.js';
 import type { GpuSnapshot, PoolService } from '../control/service-port.js';
 import type { EventType } from '../store/types.js';
 
@@ -45,6 +46,9 @@ export interface JobMappingWriter {
   close(): Promise<void>;
 }
 
+/** What the mapping directory is for, in errors about it. */
+export const DCGM_DIR_HINT = 'the one dcgm-exporter reads with --hpc-job-mapping-dir';
+
 /**
  * Keeps DIR's mapping files equal to {@link jobMappingFiles} of the service's GPUs: rewritten after
  * every start, end, requeue (preemption) and re-partition, each file replaced atomically (written
@@ -54,10 +58,11 @@ export interface JobMappingWriter {
  * at the next change.
  */
 export async function startJobMapping(service: PoolService, dir: string, log?: (line: string) => void): Promise<JobMappingWriter> {
+  checkDirectoryPath(dir, '--dcgm-job-mapping-dir', DCGM_DIR_HINT);
   try {
     await mkdir(dir, { recursive: true, mode: 0o755 });
   } catch (e) {
-    throw badInput(`--dcgm-job-mapping-dir '${dir}': cannot create it (${(e as NodeJS.ErrnoException).code ?? (e as Error).message}); give a writable directory, the one dcgm-exporter reads with --hpc-job-mapping-dir`);
+    throw badInput(`--dcgm-job-mapping-dir '${dir}': cannot create it (${(e as NodeJS.ErrnoException).code ?? (e as Error).message}); give a writable directory (${DCGM_DIR_HINT})`);
   }
   let chain: Promise<void> = Promise.resolve();
   let queued = false;

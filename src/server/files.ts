@@ -1,7 +1,8 @@
 import { randomBytes } from 'node:crypto';
+import { statSync } from 'node:fs';
 import { chmod, link, mkdir, readFile, rename, rm, stat, unlink, writeFile } from 'node:fs/promises';
 import { homedir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { badInput, MigpoolError } from '../errors.js';
 
 /**
@@ -40,6 +41,32 @@ function errnoOf(e: unknown): string | undefined {
   return (e as NodeJS.ErrnoException).code;
 }
 
+/**
+ * Refuses a directory the user named (`flag`, e.g. --data-dir) when a file stands where it or one
+ * of its parents should be, before anything is created: mkdir would fail with a bare EEXIST or
+ * ENOTDIR. BAD_INPUT: `--data-dir 'x' is a file, not a directory; give a directory`, and `hint`
+ * after it when given. A path that exists as a directory, or does not exist yet, passes.
+ */
+export function checkDirectoryPath(dir: string, flag: string, hint?: string): void {
+  const fix = `give a directory${hint ? ` (${hint})` : ''}`;
+  for (let at = dir; ; ) {
+    let isDirectory: boolean;
+    try {
+      isDirectory = statSync(at).isDirectory();
+    } catch (e) {
+      const code = errnoOf(e);
+      // Not there yet (or under a file: ENOTDIR): look at the parent. Anything else is mkdir's to report.
+      if (code !== 'ENOENT' && code !== 'ENOTDIR') return;
+      const up = dirname(at);
+      if (up === at) return;
+      at = up;
+      continue;
+    }
+    if (isDirectory) return;
+    throw badInput(at === dir ? `${flag} '${dir}' is a file, not a directory; ${fix}` : `${flag} '${dir}': '${at}' is a file, not a directory; ${fix}`);
+  }
+}
+
 function checkToken(text: string, path: string): string {
   const token = text.trim();
   if (token.length < 16 || /\s/.test(token)) {
@@ -75,6 +102,7 @@ export async function writeTokenTemp(dataDir: string, token: string): Promise<st
 
 export async function loadOrCreateToken(dataDir: string, options: TokenOptions = {}): Promise<string> {
   const path = tokenPath(dataDir);
+  checkDirectoryPath(dataDir, '--data-dir');
   try {
     await mkdir(dataDir, { recursive: true, mode: 0o700 });
   } catch (e) {

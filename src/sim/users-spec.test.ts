@@ -17,8 +17,9 @@ function message(f: () => unknown): string {
 
 describe('--users', () => {
   it('reads names, weights (default 1) and quotas in GPUs', () => {
-    const s = parseUsersSpec('alice:2, bob ,carol:1:q8,dave:0.5:q2.5');
-    expect(s.names).toEqual(['alice', 'bob', 'carol', 'dave']);
+    const s = parseUsersSpec('alice:2, bob ,carol:1:q8,dave:0.5:q2.5,erin:1e6');
+    expect(s.names).toEqual(['alice', 'bob', 'carol', 'dave', 'erin']);
+    expect(s.users.get('erin')).toEqual({ weight: 1e6, quotaGpus: null });
     expect(s.users.get('alice')).toEqual({ weight: 2, quotaGpus: null });
     expect(s.users.get('bob')).toEqual({ weight: 1, quotaGpus: null });
     expect(s.users.get('carol')).toEqual({ weight: 1, quotaGpus: 8 });
@@ -33,8 +34,14 @@ describe('--users', () => {
       ['alice:1:8', /'alice:1:8': the quota must be q and a positive number of GPUs \(q8\), got '8'/],
       ['alice:1:q0', /the quota must be q/],
       ['alice:1:q2:x', /too many parts/],
-      ['al ice', /a user name is letters, digits/],
-      ['alice,,bob', /'': a user name is/],
+      ['al ice', /^user name "al ice": use a letter, then letters, digits, _ \. - \(64 characters at most\)$/],
+      ['alice,,bob', /^user name "": use a letter/],
+      ['1bob:1', /^user name "1bob": use a letter, then letters/],
+      // Finite but huge: too large, as users --weight says (src/sched/user-rules.ts).
+      ['alice:1e300', /^'alice:1e300': the weight 1e\+300 is too large: give a positive number \(1 is the default share; 2 is twice that\) up to 1000000$/],
+      ['alice:1e400', /^'alice:1e400': the weight Infinity is too large/],
+      ['alice:1:q1e300', /^'alice:1:q1e300': the quota 1e\+300 is too large: give a number of GPUs/],
+      ['alice:0x2', /^'alice:0x2': the weight must be a positive number, got '0x2'/],
       ['alice,alice:2', /user 'alice' is named twice/],
     ] as const) {
       const m = message(() => parseUsersSpec(text));

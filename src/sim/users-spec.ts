@@ -1,5 +1,7 @@
+import { decimalValue } from '../decimal-number.js';
 import { badInput } from '../errors.js';
 import type { UserShare } from '../sched/types.js';
+import { checkQuota, checkUserName, checkWeight } from '../sched/user-rules.js';
 import type { TraceJob } from './types.js';
 
 /** What `--users` says: the users in the order given, with their weights and quotas. */
@@ -11,8 +13,9 @@ export interface UsersSpec {
 const EXAMPLE = 'e.g. alice:2,bob:1,carol:1:q4 (NAME[:WEIGHT[:qGPUS]])';
 
 /**
- * Parses `NAME[:WEIGHT[:qGPUS]],...`: each user once, a name of letters, digits, `.`, `_` or `-`,
- * a positive weight [1] and optionally a quota in GPUs' worth (`q8`, `q2.5`).
+ * Parses `NAME[:WEIGHT[:qGPUS]],...`: each user once, named as `migpool users add` names them (a
+ * letter, then letters, digits, `_ . -`), a positive weight [1] and optionally a quota in GPUs'
+ * worth (`q8`, `q2.5`).
  * @throws MigpoolError BAD_INPUT naming the piece that is wrong and the form to use
  */
 export function parseUsersSpec(text: string): UsersSpec {
@@ -22,15 +25,17 @@ export function parseUsersSpec(text: string): UsersSpec {
   if (pieces.every((p) => p === '')) throw badInput(`no users given: ${EXAMPLE}`);
   for (const piece of pieces) {
     const [name = '', weightText, quotaText, ...rest] = piece.split(':').map((x) => x.trim());
-    if (!/^[A-Za-z0-9._-]+$/.test(name)) throw badInput(`'${piece}': a user name is letters, digits, '.', '_' or '-'; ${EXAMPLE}`);
+    checkUserName(name, 'user name');
     if (rest.length > 0) throw badInput(`'${piece}' has too many parts; ${EXAMPLE}`);
     if (users.has(name)) throw badInput(`user '${name}' is named twice`);
     const weight = weightText === undefined ? 1 : positive(weightText);
     if (weight === null) throw badInput(`'${piece}': the weight must be a positive number, got '${weightText}'; ${EXAMPLE}`);
+    checkWeight(weight, `'${piece}': the weight`);
     let quotaGpus: number | null = null;
     if (quotaText !== undefined) {
       quotaGpus = /^q/i.test(quotaText) ? positive(quotaText.slice(1)) : null;
       if (quotaGpus === null) throw badInput(`'${piece}': the quota must be q and a positive number of GPUs (q8), got '${quotaText}'; ${EXAMPLE}`);
+      checkQuota(quotaGpus, `'${piece}': the quota`);
     }
     users.set(name, { weight, quotaGpus });
     names.push(name);
@@ -38,9 +43,10 @@ export function parseUsersSpec(text: string): UsersSpec {
   return { names, users };
 }
 
+/** A positive decimal (too large ones included: checkWeight and checkQuota say so), else null. */
 function positive(text: string): number | null {
-  const n = /^\d+(\.\d+)?$/.test(text) ? Number(text) : NaN;
-  return n > 0 && Number.isFinite(n) ? n : null;
+  const n = decimalValue(text);
+  return n > 0 ? n : null;
 }
 
 /**

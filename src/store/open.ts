@@ -2,7 +2,7 @@ import { chmodSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { badInput, MigpoolError } from '../errors.js';
 import { openPostgresStore, redactUrl } from './postgres.js';
-import { openSqliteStore } from './sqlite.js';
+import { checkSqliteStoreFile, openSqliteStore } from './sqlite.js';
 import type { Store } from './types.js';
 
 /**
@@ -30,9 +30,20 @@ export interface OpenStoreOptions {
 }
 
 /**
+ * Refuses, without writing anything, a data dir whose `migpool.db` is not migpool's SQLite database
+ * (another kind of file, a damaged database, another program's): commands call it before they
+ * write other files there. Nothing to check for PostgreSQL, or when there is no such file yet.
+ * @throws MigpoolError BAD_INPUT naming the file and what to do (move it away, restore a backup,
+ * or another --data-dir); the file is left as it is
+ */
+export function checkStoreFile(opts: OpenStoreOptions): void {
+  if (opts.databaseUrl === undefined) checkSqliteStoreFile(join(opts.dataDir, 'migpool.db'));
+}
+
+/**
  * Opens and initialises the store `migpool serve` uses: SQLite in the data folder unless a
- * PostgreSQL URL is given. BAD_INPUT for a URL of another scheme, RUNTIME when the database
- * cannot be opened or reached.
+ * PostgreSQL URL is given. BAD_INPUT for a URL of another scheme or a file that is not migpool's
+ * SQLite database (see checkStoreFile), RUNTIME when the database cannot be opened or reached.
  */
 export async function openStore(opts: OpenStoreOptions): Promise<Store> {
   let store: Store;

@@ -1,5 +1,5 @@
 import Database from 'better-sqlite3';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -7,7 +7,7 @@ import { parseJobSpec } from '../jobs/job-spec.js';
 import { MigpoolError } from '../errors.js';
 import { storeConformance } from '../../test/store-conformance.js';
 import type { Migration } from './migration.js';
-import { openStore } from './open.js';
+import { checkStoreFile, openStore } from './open.js';
 import { SQLITE_MIGRATIONS } from './sqlite-schema.js';
 import { openSqliteStore } from './sqlite.js';
 import type { Store } from './types.js';
@@ -144,5 +144,36 @@ describe('openStore', () => {
       expect(e.message).toContain('only postgres:// and postgresql:// URLs are accepted');
       expect(e.message).not.toContain('hunter2');
     }
+  });
+
+  it("refuses a migpool.db that is not migpool's, naming it and the fix, and leaves it as it was", async () => {
+    const fix = 'move it away (or restore it from a backup) and start again, or pass --data-dir with another directory';
+    const text = join(dir, 'text-data');
+    mkdirSync(text);
+    writeFileSync(join(text, 'migpool.db'), 'not a database\n');
+    for (const attempt of [() => checkStoreFile({ dataDir: text }), () => openStore({ dataDir: text })]) {
+      const e = await failure(Promise.resolve().then(attempt));
+      expect(e.code).toBe('BAD_INPUT');
+      expect(e.message).toBe(`${join(text, 'migpool.db')} is not a migpool database: SQLite says 'file is not a database' (it is another kind of file, or a damaged database); ${fix}`);
+    }
+    expect(readFileSync(join(text, 'migpool.db'), 'utf8')).toBe('not a database\n');
+    expect(readdirSync(text)).toEqual(['migpool.db']);
+
+    const foreign = join(dir, 'foreign-data');
+    mkdirSync(foreign);
+    const other = new Database(join(foreign, 'migpool.db'));
+    other.exec('CREATE TABLE photos (id INTEGER)');
+    other.close();
+    const before = readFileSync(join(foreign, 'migpool.db'));
+    const e = await failure(openStore({ dataDir: foreign }));
+    expect(e.message).toBe(`${join(foreign, 'migpool.db')} is another program's SQLite database, not migpool's (its tables: photos; no schema_migrations); ${fix}`);
+    expect(readFileSync(join(foreign, 'migpool.db')).equals(before)).toBe(true);
+    expect(tables(join(foreign, 'migpool.db'))).toEqual(['photos']);
+
+    // migpool's own database, and none yet, pass.
+    const ours = join(dir, 'ours-data');
+    await (await openStore({ dataDir: ours })).close();
+    expect(() => checkStoreFile({ dataDir: ours })).not.toThrow();
+    expect(() => checkStoreFile({ dataDir: join(dir, 'none-yet') })).not.toThrow();
   });
 });

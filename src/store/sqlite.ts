@@ -1,6 +1,7 @@
+import { existsSync } from 'node:fs';
 import Database from 'better-sqlite3';
 import type { JobSpecInput } from '../jobs/job-spec.js';
-import { MigpoolError } from '../errors.js';
+import { badInput, MigpoolError } from '../errors.js';
 import { migrationFailed, pendingMigrations, type Migration } from './migration.js';
 import {
   checkEvent,
@@ -37,6 +38,54 @@ export interface SqliteStoreOptions {
 
 const SQLITE: Dialect = { param: () => '?', bool: (v) => (v ? 1 : 0) };
 
+/** What to do about a file at the store's path that is not migpool's database (it is left as it is). */
+const NOT_OURS_FIX = 'move it away (or restore it from a backup) and start again, or pass --data-dir with another directory';
+
+/**
+ * Refuses, before anything writes to it, a file that is not migpool's SQLite database: not SQLite
+ * at all or damaged (SQLite's NOTADB, CORRUPT), or another program's SQLite database (tables, but
+ * not migpool's schema_migrations, which every migpool database has had from its first version).
+ * Other failures are left to the caller to report.
+ */
+function checkMigpoolDatabase(db: Database.Database, path: string): void {
+  let tables: string[];
+  try {
+    tables = (db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\'").all() as { name: string }[]).map((r) => r.name);
+  } catch (e) {
+    if (e instanceof Database.SqliteError && (e.code === 'SQLITE_NOTADB' || e.code === 'SQLITE_CORRUPT')) {
+      throw badInput(`${path} is not a migpool database: SQLite says '${e.message.split('\n')[0]}' (it is another kind of file, or a damaged database); ${NOT_OURS_FIX}`, { path, code: e.code });
+    }
+    throw e;
+  }
+  if (tables.length > 0 && !tables.includes('schema_migrations')) {
+    const some = tables.slice(0, 3).join(', ') + (tables.length > 3 ? ', ...' : '');
+    throw badInput(`${path} is another program's SQLite database, not migpool's (its tables: ${some}; no schema_migrations); ${NOT_OURS_FIX}`, { path });
+  }
+}
+
+/**
+ * Checks, read-only, that the file at `path` is migpool's SQLite database when there is a file
+ * there (see checkMigpoolDatabase), so that a command can refuse it before it writes anything
+ * else beside it. A file that cannot be opened is left to openSqliteStore to report.
+ * @throws MigpoolError BAD_INPUT naming the file and what to do
+ */
+export function checkSqliteStoreFile(path: string): void {
+  if (!existsSync(path)) return;
+  let db: Database.Database | undefined;
+  try {
+    db = new Database(path, { readonly: true, fileMustExist: true });
+  } catch {
+    return;
+  }
+  try {
+    checkMigpoolDatabase(db, path);
+  } catch (e) {
+    if (e instanceof MigpoolError) throw e;
+  } finally {
+    db.close();
+  }
+}
+
 /**
  * The embedded store: one SQLite file (`':memory:'` for a throwaway one) in WAL mode, so readers
  * never wait for the writer. Opens the file at once; call `init()` before anything else.
@@ -48,11 +97,14 @@ export function openSqliteStore(path: string, options: SqliteStoreOptions = {}):
   try {
     db = new Database(path);
     db.pragma(`busy_timeout = ${Math.max(0, Math.floor(options.busyTimeoutMs ?? 5000))}`);
+    // Before the WAL pragma, which would rewrite another program's database's header.
+    checkMigpoolDatabase(db, path);
     db.pragma('journal_mode = WAL');
     db.pragma('synchronous = NORMAL');
     db.pragma('foreign_keys = ON');
   } catch (e) {
     db?.close();
+    if (e instanceof MigpoolError) throw e;
     throw new MigpoolError('RUNTIME', `${where}: cannot open it (${(e as Error).message}); check that its folder exists and is writable, or choose another data dir`, { path });
   }
   return new SqliteStore(db, where, options.migrations ?? SQLITE_MIGRATIONS);

@@ -1,4 +1,5 @@
 import { badInput } from '../errors.js';
+import { checkQuota, checkUserName, checkWeight } from '../sched/user-rules.js';
 import type { Dialect } from './records.js';
 import type { NewUser, UserPatch, UserRecord } from './types.js';
 
@@ -7,8 +8,8 @@ import type { NewUser, UserPatch, UserRecord } from './types.js';
  * dialects write the same way, and decoding a row. Tokens are never stored, only their SHA-256.
  */
 
-/** A user name: a letter, then letters, digits, `_ . -`; 64 characters at most. */
-export const USER_NAME = /^[A-Za-z][A-Za-z0-9_.-]{0,63}$/;
+// The name, weight and quota rules are the simulator's too (simulate --users): one rule, beneath both.
+export { checkQuota, checkUserName, checkWeight } from '../sched/user-rules.js';
 
 /**
  * A Unix account name as useradd(8) recommends it ("[a-z_][a-z0-9_-]*[$]?", at most 32
@@ -16,37 +17,8 @@ export const USER_NAME = /^[A-Za-z][A-Za-z0-9_.-]{0,63}$/;
  */
 export const UNIX_USER_NAME = /^[A-Za-z_][A-Za-z0-9_-]{0,30}\$?$/;
 
-/** Largest weight accepted: a million times the default share is already "everything". */
-const MAX_WEIGHT = 1e6;
-/** Largest quota accepted, in GPUs: far beyond any one pool, catches a slip of the unit. */
-const MAX_QUOTA_GPUS = 1e6;
 
 const TOKEN_HASH = /^[0-9a-f]{64}$/;
-
-/** Checks a user name (BAD_INPUT naming `where` and the rule). */
-export function checkUserName(name: unknown, where = 'user name'): string {
-  if (typeof name !== 'string' || !USER_NAME.test(name)) {
-    throw badInput(`${where} ${JSON.stringify(name)}: use a letter, then letters, digits, _ . - (64 characters at most)`);
-  }
-  return name;
-}
-
-/** Checks a weight: a positive number up to a million. */
-export function checkWeight(weight: unknown, where = 'weight'): number {
-  if (typeof weight !== 'number' || !Number.isFinite(weight) || weight <= 0 || weight > MAX_WEIGHT) {
-    throw badInput(`${where} ${JSON.stringify(weight)}: give a positive number (1 is the default share; 2 is twice that) up to ${MAX_WEIGHT}`);
-  }
-  return weight;
-}
-
-/** Checks a quota in GPUs (fractions allowed: a 3g slice of an A100 is 3/7 GPU), or null. */
-export function checkQuota(quota: unknown, where = 'quota'): number | null {
-  if (quota === null) return null;
-  if (typeof quota !== 'number' || !Number.isFinite(quota) || quota < 0 || quota > MAX_QUOTA_GPUS) {
-    throw badInput(`${where} ${JSON.stringify(quota)}: give a number of GPUs, 0 or more (fractions allowed, e.g. 0.5), or no quota`);
-  }
-  return quota;
-}
 
 /** Checks a Unix account name, or null. */
 export function checkUnixUser(unixUser: unknown, where = 'unix user'): string | null {

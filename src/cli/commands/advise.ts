@@ -16,6 +16,7 @@ import { readFileSync } from 'node:fs';
 import { dirname, isAbsolute, join } from 'node:path';
 import type { Command } from 'commander';
 import { badInput } from '../../errors.js';
+import { decimalValue } from '../../decimal-number.js';
 import { resolveGpuModel } from '../../mig/catalog/index.js';
 import type { GpuModel } from '../../mig/types.js';
 import { buildProblem, optimizePacking, type PackingResult, type PackingWorkloadJob } from '../../optimize/index.js';
@@ -51,7 +52,7 @@ function wholeNumber(text: string, where: string, what: string): number {
 
 function weightOf(text: string | undefined, where: string): number {
   if (text === undefined || text.trim() === '') return 1;
-  const w = Number(text.trim());
+  const w = decimalValue(text);
   if (!Number.isFinite(w) || w < 0) throw badInput(`${where}: weight must be a non-negative number, got '${text}'`);
   return w;
 }
@@ -140,7 +141,7 @@ export function registerAdvise(program: Command, io: Io): void {
       const model = resolveGpuModel(opts.gpu);
       const count = wholeNumber(opts.count, '--count', 'the GPU count');
       if (count < 1 || count > 100_000) throw badInput(`--count must be between 1 and 100000, got ${count}`);
-      const timeLimit = Number(opts.timeLimit);
+      const timeLimit = decimalValue(opts.timeLimit);
       if (!Number.isFinite(timeLimit) || timeLimit <= 0) throw badInput(`--time-limit must be a positive number of seconds, got '${opts.timeLimit}'`);
       const exactMaxJobs = wholeNumber(opts.exactMaxJobs, '--exact-max-jobs', 'the job limit');
       let text: string;

@@ -8,6 +8,7 @@ import { runConfig, type MeasuredConfig } from '../../bench/runner.js';
 import { JournalFile } from '../../control/journal.js';
 import { modelOfGpu } from '../../control/state-reader.js';
 import { badInput, MigpoolError } from '../../errors.js';
+import { decimalValue } from '../../decimal-number.js';
 import { splitCommandLine } from '../../exec/argv.js';
 import { startMpsDaemon } from '../../exec/mps.js';
 import { STATE_ENV } from '../../gpu/fake-nvidia-smi/main.js';
@@ -40,7 +41,7 @@ interface BenchOptions {
 }
 
 function positive(value: string, flag: string): number {
-  const n = Number(value);
+  const n = decimalValue(value);
   if (!Number.isFinite(n) || n <= 0) throw badInput(`${flag} must be a positive number, got '${value}'`);
   return n;
 }
@@ -113,7 +114,7 @@ async function benchReal(opts: BenchOptions, io: Io): Promise<void> {
   const command = splitCommandLine(opts.command);
   const warmup = positive(opts.warmup, '--warmup');
   const duration = positive(opts.duration, '--duration');
-  const gpuIndex = Number(opts.gpuIndex);
+  const gpuIndex = decimalValue(opts.gpuIndex);
   if (!Number.isInteger(gpuIndex) || gpuIndex < 0) throw badInput(`--gpu-index must be a GPU index, got '${opts.gpuIndex}'`);
   const device = { ...(opts.simulateGpus ? { simulate: opts.simulateGpus } : {}), ...(opts.stateDir ? { stateDir: opts.stateDir } : {}) };
   const port = openGpuPort(device);

@@ -11,6 +11,7 @@ import { parseProfileJson } from '../../burst/profile-json.js';
 import { createScalingModel } from '../../burst/scaling.js';
 import type { ModelGraph, Network, Plan, PlanRequest, SplitSet } from '../../burst/types.js';
 import { badInput } from '../../errors.js';
+import { decimalValue } from '../../decimal-number.js';
 import { resolveWorkload } from '../../perf/workloads.js';
 import { deeppoolPolicy } from '../../sched/policies/deeppool.js';
 import { dpPolicy } from '../../sched/policies/dp.js';
@@ -39,8 +40,8 @@ function wholeNumber(value: string, flag: string, min: number): number {
 }
 
 function number(value: string, flag: string, min: number, strict = false): number {
-  const n = Number(value);
-  if (value.trim() === '' || !Number.isFinite(n) || n < min || (strict && n === min)) throw badInput(`${flag} must be a number ${strict ? 'above' : 'of at least'} ${min}, got '${value}'`);
+  const n = decimalValue(value);
+  if (!Number.isFinite(n) || n < min || (strict && n === min)) throw badInput(`${flag} must be a number ${strict ? 'above' : 'of at least'} ${min}, got '${value}'`);
   return n;
 }
 

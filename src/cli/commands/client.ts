@@ -3,6 +3,7 @@ import type { Command } from 'commander';
 import YAML from 'yaml';
 import { parseJobSpec } from '../../jobs/job-spec.js';
 import { badInput } from '../../errors.js';
+import { decimalValue } from '../../decimal-number.js';
 import { FINAL_STATES, JOB_STATES, type JobPlacement, type JobRecord, type JobState } from '../../store/types.js';
 import { ServiceClient, type ConnectOptions } from '../client.js';
 import { writeJson, type Io } from '../io.js';
@@ -115,7 +116,7 @@ function parseStates(value: string | undefined): JobState[] | undefined {
 }
 
 function positive(value: string, flag: string, integer: boolean): number {
-  const n = Number(value);
+  const n = decimalValue(value);
   if (!Number.isFinite(n) || n <= 0 || (integer && !Number.isInteger(n))) throw badInput(`${flag} '${value}' is not a positive ${integer ? 'whole number' : 'number'}`);
   return n;
 }

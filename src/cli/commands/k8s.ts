@@ -3,6 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Command } from 'commander';
 import YAML from 'yaml';
 import { badInput, MigpoolError } from '../../errors.js';
+import { decimalValue } from '../../decimal-number.js';
 import type { K8sApi } from '../../k8s/api.js';
 import { applyPlan, type ApplyResult } from '../../k8s/apply.js';
 import { runController } from '../../k8s/controller.js';
@@ -111,7 +112,7 @@ function printPlan(io: Io, plan: K8sPlan, view: ClusterView): void {
 }
 
 function positiveSeconds(text: string, flag: string, allowZero = false): number {
-  const n = Number(text);
+  const n = decimalValue(text);
   if (!Number.isFinite(n) || n < 0 || (n === 0 && !allowZero)) throw badInput(`${flag} '${text}': give a number of seconds${allowZero ? ' (0 or more)' : ' above 0'}`);
   return n;
 }

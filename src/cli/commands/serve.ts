@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Command } from 'commander';
 import { badInput } from '../../errors.js';
+import { decimalValue } from '../../decimal-number.js';
 import { splitCommandLine } from '../../exec/argv.js';
 import { resolveGpuModel } from '../../mig/catalog/index.js';
 import { predict } from '../../perf/model.js';
@@ -82,15 +83,15 @@ export function registerServe(program: Command, io: Io): void {
     .action(async (f: ServeFlags) => {
       const dataDir = f.dataDir ?? defaultDataDir();
       if (f.executor !== 'local' && f.executor !== 'slurm') throw badInput(`--executor '${f.executor}': use local or slurm`);
-      const pollMs = Number(f.pollMs);
+      const pollMs = decimalValue(f.pollMs);
       if (!(Number.isFinite(pollMs) && pollMs >= 100 && pollMs <= 600_000)) throw badInput(`--poll-ms '${f.pollMs}': give milliseconds from 100 to 600000`);
-      const cpusPerSlice = Number(f.slurmCpusPerSlice);
+      const cpusPerSlice = decimalValue(f.slurmCpusPerSlice);
       if (!(Number.isInteger(cpusPerSlice) && cpusPerSlice >= 1 && cpusPerSlice <= 1024)) throw badInput(`--slurm-cpus-per-slice '${f.slurmCpusPerSlice}': give a whole number of CPUs from 1 to 1024`);
-      const memPerSliceMiB = Number(f.slurmMemPerSlice);
+      const memPerSliceMiB = decimalValue(f.slurmMemPerSlice);
       if (!(Number.isInteger(memPerSliceMiB) && memPerSliceMiB >= 0)) throw badInput(`--slurm-mem-per-slice '${f.slurmMemPerSlice}': give whole MiB, 0 for no --mem`);
       const slurm = { pollMs, gresType: f.slurmGresType, cpusPerSlice, memPerSliceMiB, sbatchArgs: f.sbatchArgs === undefined ? [] : splitCommandLine(f.sbatchArgs, '--sbatch-args') };
       const workloads = serveWorkloads(f.workload);
-      const mpsSlowdownBound = Number(f.mpsSlowdownBound);
+      const mpsSlowdownBound = decimalValue(f.mpsSlowdownBound);
       if (!(Number.isFinite(mpsSlowdownBound) && mpsSlowdownBound >= 1 && mpsSlowdownBound <= 100)) throw badInput(`--mps-slowdown-bound '${f.mpsSlowdownBound}': give a ratio from 1 to 100, e.g. 1.1 (the foreground within 10% of its speed alone)`);
       const pool = await startPool({ dataDir, listen: f.listen, policy: f.policy, simulate: f.simulate, database: f.database, executor: f.executor, slurm, workloads, dcgmJobMappingDir: f.dcgmJobMappingDir, mpsSlowdownBound, log: (l) => io.err(`migpool serve: ${l}`) });
       io.err(`migpool serve: ${await describe(pool)}; policy ${f.policy}; ${f.executor === 'slurm' ? 'jobs go to Slurm (sbatch)' : 'jobs run here'}; state in ${f.database ? 'PostgreSQL' : join(dataDir, 'migpool.db')}`);
@@ -132,8 +133,8 @@ export function registerDemo(program: Command, io: Io): void {
     .addHelpText('after', `\n${policyHelp()}`)
     .option('--keep-data', 'keep the temporary data dir (jobs, logs, database) after the demo; it is removed by default')
     .action(async (f: DemoFlags) => {
-      const count = Number(f.jobs);
-      const seconds = Number(f.seconds);
+      const count = decimalValue(f.jobs);
+      const seconds = decimalValue(f.seconds);
       if (!Number.isInteger(count) || count < 1 || count > 1000) throw badInput(`--jobs '${f.jobs}': give a whole number from 1 to 1000`);
       if (!(seconds > 0) || seconds > 3600) throw badInput(`--seconds '${f.seconds}': give a number of seconds from 1 to 3600`);
       const dataDir = mkdtempSync(join(tmpdir(), 'migpool-demo-'));

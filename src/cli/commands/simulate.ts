@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import type { Command } from 'commander';
 import cliProgress from 'cli-progress';
 import { badInput, MigpoolError } from '../../errors.js';
+import { decimalValue } from '../../decimal-number.js';
 import { loadHighs } from '../../exec/highs.js';
 import { parsePolicies, parsePolicy, policyHelp, POLICY_NAMES } from '../../sched/registry.js';
 import { durationText } from '../../sched/duration-text.js';
@@ -85,8 +86,8 @@ function wholeNumber(value: string, flag: string, min: number): number {
 }
 
 function nonNegative(value: string, flag: string, positive = false): number {
-  const n = Number(value);
-  if (value.trim() === '' || !Number.isFinite(n) || n < 0 || (positive && n === 0)) throw badInput(`${flag} must be a ${positive ? 'positive' : 'non-negative'} number, got '${value}'`);
+  const n = decimalValue(value);
+  if (!Number.isFinite(n) || n < 0 || (positive && n === 0)) throw badInput(`${flag} must be a ${positive ? 'positive' : 'non-negative'} number, got '${value}'`);
   return n;
 }
 

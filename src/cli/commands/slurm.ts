@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
 import { badInput, MigpoolError } from '../../errors.js';
+import { decimalValue } from '../../decimal-number.js';
 import { applySlurmPlan } from '../../slurm/apply.js';
 import { execRunner, SlurmClient, type CommandRunner } from '../../slurm/client.js';
 import { layoutText, planSlurm, type NodeGpuState, type SlurmPlan } from '../../slurm/plan.js';
@@ -98,7 +99,7 @@ export function registerSlurm(program: Command, io: Io): void {
     .option('--dry-run', 'print the plan and the commands, change nothing')
     .option('--drain-timeout <seconds>', "how long to wait for a drained node's GPU jobs to end", '600')
     .action(async (f: SlurmFlags) => {
-      const drain = Number(f.drainTimeout);
+      const drain = decimalValue(f.drainTimeout);
       if (!(Number.isFinite(drain) && drain >= 0)) throw badInput(`--drain-timeout '${f.drainTimeout}': give seconds >= 0`);
       const site = loadSiteFile(f.nodes);
       const { plan, notes } = await gatherPlan(site, f.force === true);

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { basename, resolve } from 'node:path';
 import type { Command } from 'commander';
 import { badInput, MigpoolError } from '../../errors.js';
+import { decimalValue } from '../../decimal-number.js';
 import { parseArrayRange } from '../../control/arrays.js';
 import { parseJobSpec } from '../../jobs/job-spec.js';
 import { FINAL_STATES, type JobRecord } from '../../store/types.js';
@@ -244,7 +245,7 @@ export function registerSubmit(program: Command, io: Io): void {
     .option('--interval <seconds>', 'seconds between polls with --wait', '0.5')
     .option('--idempotency-key <key>', 'the key that makes a resent submission queue nothing twice (default: a new one per invocation)')
     .action(async (operands: string[], opts: SubmitOptions, cmd: Command) => {
-      const intervalMs = Number(opts.interval) * 1000;
+      const intervalMs = decimalValue(opts.interval) * 1000;
       if (!Number.isFinite(intervalMs) || intervalMs <= 0) throw badInput(`--interval '${opts.interval}' is not a positive number of seconds`);
       const key = opts.idempotencyKey ?? randomUUID();
       const command = commandAfterDashes(operands, cmd);

@@ -3,10 +3,11 @@ import { readFile, rename, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Command } from 'commander';
 import { badInput, MigpoolError } from '../../errors.js';
+import { parseDecimal } from '../../decimal-number.js';
 import { lookupUnixUser } from '../../exec/unix-user.js';
-import { defaultDataDir, loadOrCreateToken, tokenPath, writeTokenTemp } from '../../server/files.js';
+import { checkDirectoryPath, defaultDataDir, loadOrCreateToken, tokenPath, writeTokenTemp } from '../../server/files.js';
 import { adoptTokenAsAdmin, hashToken, newToken } from '../../server/users.js';
-import { openStore } from '../../store/open.js';
+import { checkStoreFile, openStore } from '../../store/open.js';
 import type { Store, UserRecord } from '../../store/types.js';
 import { checkQuota, checkUnixUser, checkUserName, checkWeight } from '../../store/users.js';
 import { writeJson, type Io } from '../io.js';
@@ -41,10 +42,13 @@ function withStoreOptions(cmd: Command): Command {
  */
 async function withStore<T>(f: StoreFlags, work: (store: Store, dataDir: string) => Promise<T>, create = false): Promise<T> {
   const dataDir = f.dataDir ?? defaultDataDir();
+  checkDirectoryPath(dataDir, '--data-dir');
   // Only `users add` may start a pool: elsewhere a mistyped --data-dir would make a new one.
   if (!create && f.database === undefined && !existsSync(join(dataDir, 'migpool.db'))) {
     throw badInput(`${dataDir} is not a migpool data dir (it has no migpool.db): pass --data-dir with the one \`migpool serve\` uses, or start a pool there with \`migpool users add\` or \`migpool serve\``);
   }
+  // A migpool.db that is not migpool's is refused before a token file is written beside it.
+  checkStoreFile({ dataDir, ...(f.database !== undefined ? { databaseUrl: f.database } : {}) });
   const token = await loadOrCreateToken(dataDir);
   const store = await openStore({ dataDir, ...(f.database !== undefined ? { databaseUrl: f.database } : {}) });
   try {
@@ -56,12 +60,7 @@ async function withStore<T>(f: StoreFlags, work: (store: Store, dataDir: string)
 }
 
 function parseNumber(text: string | undefined, flag: string): number | undefined {
-  if (text === undefined) return undefined;
-  // Decimal only: Number() also reads 0x10 and 0b11, which nobody means for a weight or a quota.
-  if (!/^\s*[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?\s*$/.test(text)) throw badInput(`${flag} '${text}' is not a number: give a decimal such as 2 or 0.5`);
-  const n = Number(text);
-  if (!Number.isFinite(n)) throw badInput(`${flag} '${text}' is too large`);
-  return n;
+  return text === undefined ? undefined : parseDecimal(text, flag);
 }
 
 async function mustExist(store: Store, name: string): Promise<UserRecord> {
@@ -170,7 +169,11 @@ export function registerUsers(program: Command, io: Io): void {
       io.err(`migpool users: removed ${name}`);
     });
 
+  // Commander lets the last of --admin and --no-admin win; both given is a slip to point out.
+  const adminFlags = new Set<string>();
   withStoreOptions(users.command('set').description("change a user's share, quota, admin right or Unix account (a running service uses it from its next pass)").argument('<name>', 'user name'))
+    .on('option:admin', () => adminFlags.add('--admin'))
+    .on('option:no-admin', () => adminFlags.add('--no-admin'))
     .option('--weight <w>', 'their share of the pool under contention')
     .option('--quota-gpus <n>', "most GPUs' worth of compute slices, or 'none'")
     .option('--admin', 'make them an admin')
@@ -178,6 +181,7 @@ export function registerUsers(program: Command, io: Io): void {
     .option('--unix-user <account>', "the Unix account their jobs run as, or 'none'")
     .option('--json', 'print the user as JSON')
     .action(async (name: string, f: StoreFlags & { weight?: string; quotaGpus?: string; admin?: boolean; unixUser?: string }) => {
+      if (adminFlags.size > 1) throw badInput(`--admin and --no-admin both given for '${name}': give one (--admin makes them an admin, --no-admin a plain user)`);
       const weight = parseNumber(f.weight, '--weight');
       if (weight !== undefined) checkWeight(weight, '--weight');
       const quotaGpus = f.quotaGpus === 'none' ? null : parseNumber(f.quotaGpus, '--quota-gpus');

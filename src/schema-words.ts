@@ -1,0 +1,78 @@
+import type { z } from 'zod';
+
+/**
+ * Schema problems in plain words, for files and specs users write. Pass `plainWords` as the error
+ * map of a parse (`schema.safeParse(value, { error: plainWords })`): a message the schema gives
+ * itself still wins (zod takes a schema's own message over the parse's map), the rest say what was
+ * expected and what was found (`expected a number greater than 0, got -3`) instead of zod's
+ * wording (`Too small: expected number to be >0`). `fieldPath` names the field as a user would
+ * write it: `points[2].iterationMs`.
+ */
+
+/** What a zod type name stands for, as a user reads it. */
+const KIND_WORDS: Readonly<Record<string, string>> = {
+  number: 'a number',
+  int: 'a whole number',
+  string: 'text',
+  boolean: 'true or false',
+  array: 'a list',
+  object: 'a mapping (field: value)',
+  record: 'a mapping (field: value)',
+  null: 'null',
+};
+
+function kindWords(expected: string): string {
+  return KIND_WORDS[expected] ?? expected;
+}
+
+/** A value as the user wrote it, shortened. */
+function shown(value: unknown): string {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'a list';
+  if (typeof value === 'object') return 'a mapping';
+  const text = typeof value === 'string' ? `'${value}'` : String(value);
+  return text.length > 40 ? `${text.slice(0, 37)}...` : text;
+}
+
+/** What a size bound means for the kind of value it bounds. */
+function boundWords(issue: { origin: string; inclusive?: boolean }, bound: number | bigint, side: 'least' | 'most'): string {
+  const n = String(bound);
+  switch (issue.origin) {
+    case 'string':
+      if (side === 'least' && n === '1') return 'text, not empty';
+      return `text of at ${side} ${n} characters`;
+    case 'array':
+    case 'set':
+      return `a list of at ${side} ${n} item${n === '1' ? '' : 's'}`;
+    default:
+      if (issue.inclusive === false) return `a number ${side === 'least' ? 'greater' : 'less'} than ${n}`;
+      return `a number of at ${side} ${n}`;
+  }
+}
+
+/** The zod error map that words an issue plainly (see the module comment); undefined leaves zod's. */
+export const plainWords: z.core.$ZodErrorMap = (issue) => {
+  const got = 'input' in issue ? issue.input : undefined;
+  switch (issue.code) {
+    case 'invalid_type':
+      if (got === undefined) return `missing: give ${kindWords(issue.expected)}`;
+      return `expected ${kindWords(issue.expected)}, got ${shown(got)}`;
+    case 'too_small':
+      return `expected ${boundWords(issue, issue.minimum, 'least')}, got ${shown(got)}`;
+    case 'too_big':
+      return `expected ${boundWords(issue, issue.maximum, 'most')}, got ${shown(got)}`;
+    case 'invalid_value':
+      return `expected ${issue.values.map((v) => String(v)).join(' or ')}, got ${shown(got)}`;
+    case 'unrecognized_keys':
+      return `unknown field${issue.keys.length > 1 ? 's' : ''} ${issue.keys.map((k) => `'${k}'`).join(', ')}: remove ${issue.keys.length > 1 ? 'them' : 'it'} or check the spelling`;
+    default:
+      return undefined;
+  }
+};
+
+/** A field path as a user writes it: `points[2].iterationMs`; `the file` when empty. */
+export function fieldPath(path: readonly PropertyKey[], whole = 'the file'): string {
+  let out = '';
+  for (const key of path) out += typeof key === 'number' ? `[${key}]` : `${out === '' ? '' : '.'}${String(key)}`;
+  return out === '' ? whole : out;
+}
