@@ -104,6 +104,22 @@ describe('migpool policy', () => {
     expect(r.log.some((l) => l.d.kind === 'preempt')).toBe(true);
   });
 
+  it('gives a background job on a whole GPU no minimum run: a foreground job takes its GPU at once', () => {
+    // A long background job holds the only GPU (MIG off: a large job); a foreground job arrives a
+    // minute after it started, well within what would be its minimum run.
+    const jobs = [job('bg', 0, 20_000, { workload: large, priority: 'background' }), job('fg', 60, 600, { workload: large })];
+    const fill = run('1xA100-SXM4-40GB', jobs);
+    const preempt = fill.log.find((l) => l.d.kind === 'preempt' && l.d.job === 'bg');
+    expect(preempt?.t).toBe(60);
+    expect(startsOf(fill.log, 'fg')).toHaveLength(1);
+    // The foreground job ran at once: its JCT is its work (plus nothing it waited for).
+    expect(fill.result.jcts[1]).toBeLessThan(600 + 60);
+    expect(fill.result.metrics.completed).toBe(2);
+    // With backgroundMinRun the foreground job waits for the background job's minimum run.
+    const kept = run('1xA100-SXM4-40GB', jobs, { backgroundMinRun: true });
+    expect(kept.log.find((l) => l.d.kind === 'preempt' && l.d.job === 'bg')?.t).toBeGreaterThanOrEqual(MIN_RUN_SECONDS - 1e-6);
+  });
+
   it('lengthens the minimum run with each preemption when minRunGrowth is set', () => {
     const jobs = [job('long', 0, 200_000, { workload: large }), ...Array.from({ length: 80 }, (_, i) => job(`n${i}`, 100 + 1000 * i, 400, { workload: large }))];
     const grown = run('1xA100-SXM4-40GB', jobs, { minRunGrowth: 2, maxPreemptions: 1000 });
