@@ -187,13 +187,15 @@ export class Multiplexer {
 
   /**
    * Stops the daemons no client needs any more (`inUse`: the device lists of the running MPS
-   * clients) and forgets the back-offs of jobs no longer open (`open`); returns the stopped daemons' device keys.
+   * clients, read only where daemons run) and forgets the back-offs of jobs no longer open
+   * (`open`); returns the stopped daemons' device keys. Called at every scheduling pass: nothing
+   * here copies the open jobs.
    */
-  async release(inUse: readonly (readonly string[])[], open: ReadonlySet<string>): Promise<string[]> {
+  async release(inUse: () => readonly (readonly string[])[], open: { has(id: string): boolean }): Promise<string[]> {
     for (const id of [...this.caps.keys()]) if (!open.has(id)) this.caps.delete(id);
     for (const id of [...this.held]) if (!open.has(id)) this.held.delete(id);
     if (this.o.daemons === false) return [];
-    return this.daemons.keepOnly(new Set(inUse.map(keyOf)));
+    return this.daemons.keepOnly(new Set(inUse().map(keyOf)));
   }
 
   /** Stops every daemon (service shutdown). */

@@ -1008,7 +1008,14 @@ export class PoolServiceImpl implements PoolService {
 
   /** Why each queued job waits: the policy's words where it has them, else the generic explanation. */
   private explainQueue(): void {
-    if (![...this.active.values()].some((r) => r.state === 'queued')) {
+    let queued = false;
+    for (const r of this.active.values()) {
+      if (r.state === 'queued') {
+        queued = true;
+        break;
+      }
+    }
+    if (!queued) {
       this.pending = new Map();
       return;
     }
@@ -1107,7 +1114,7 @@ export class PoolServiceImpl implements PoolService {
   /** MPS: stops the daemons no running client needs any more. */
   private async releaseMps(): Promise<void> {
     try {
-      const stopped = await this.mux.release(mpsDevicesInUse(this.active.values()), new Set(this.active.keys()));
+      const stopped = await this.mux.release(() => mpsDevicesInUse(this.active.values()), this.active);
       for (const key of stopped) this.o.log?.(`MPS control daemon for ${key} stopped: no client left`);
     } catch (e) {
       this.o.log?.(`stopping MPS daemons failed: ${e instanceof Error ? e.message : String(e)}`);
