@@ -120,6 +120,6 @@ describe('migpool advise', () => {
     const jobs = file('many.csv', 'small,9\n');
     const r = await cli('advise', '--gpu', 'A100-SXM4-40GB', '--count', '1', '--jobs', jobs, '--place-all');
     expect(r.code).toBe(1);
-    expect(r.err).toMatch(/^migpool: not every job can be placed/);
+    expect(r.err).toMatch(/^migpool: not every job can be placed.*; drop --place-all \(placeAll\) or add GPUs$/m);
   });
 });

@@ -23,8 +23,10 @@ describe('migpool status --simulate', () => {
 
   it('shows instances, their slices, MIG device UUIDs and processes, and keeps the box between commands', async () => {
     const dir = freshDir();
-    expect((await cli('sim', 'reset', '--simulate', '1xA100-SXM4-40GB', '--state-dir', dir)).code).toBe(0);
+    const reset = await cli('sim', 'reset', '--simulate', '1xA100-SXM4-40GB', '--state-dir', dir);
+    expect(reset.code).toBe(0);
     const path = join(dir, 'simulated-machine.json');
+    expect(reset.out).toBe(`simulated machine 1xA100-SXM4-40GB: 1 GPU, MIG disabled (${path})\n`);
     const machine = loadMachine(path);
     if (!machine) throw new Error('no machine');
     machine.setMigMode(0, true);

@@ -1,4 +1,4 @@
-import { Command, CommanderError } from 'commander';
+import { Command, CommanderError, Help, type Option } from 'commander';
 import { exitCodeFor, MigpoolError } from '../errors.js';
 import { registerGpus, registerProfiles } from './commands/catalog.js';
 import { registerCheck, registerLayouts } from './commands/geometry.js';
@@ -53,7 +53,21 @@ export function buildProgram(io: Io): Command {
   registerUsers(program, io);
   const all = (cmds: readonly Command[]): Command[] => cmds.flatMap((c) => [c, ...all(c.commands)]);
   for (const cmd of all(program.commands)) cmd.exitOverride().configureOutput({ writeOut: (s) => io.out(s), writeErr: (s) => io.err(s) });
+  for (const cmd of [program, ...all(program.commands)]) cmd.configureHelp({ optionDescription });
   return program;
+}
+
+const plainHelp = new Help();
+
+/**
+ * An option's line in --help, as commander writes it, except that a repeatable option's empty
+ * list is not shown as `(default: [])`: it means "none given", not a value to pass.
+ */
+function optionDescription(option: Option): string {
+  const empty = Array.isArray(option.defaultValue) && (option.defaultValue as unknown[]).length === 0;
+  if (!empty) return plainHelp.optionDescription(option);
+  const shown = Object.assign(Object.create(Object.getPrototypeOf(option) as object) as Option, option, { defaultValue: undefined });
+  return plainHelp.optionDescription(shown);
 }
 
 /**

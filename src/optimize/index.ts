@@ -21,7 +21,7 @@ export const PACKING_DEFAULTS = { exactMaxJobs: 64, timeLimitSeconds: 20, maxLpC
 const SEARCH_WORK = 3e8;
 
 function infeasible(): MigpoolError {
-  return new MigpoolError('CHECK_FAILED', 'not every job can be placed: some job fits no slot, or there are more jobs than slots can hold; drop placeAll or add GPUs');
+  return new MigpoolError('CHECK_FAILED', 'not every job can be placed: some job fits no slot, or there are more jobs than slots can hold; drop --place-all (placeAll) or add GPUs');
 }
 
 interface Candidate {
@@ -102,7 +102,7 @@ export async function optimizePacking(problem: PackingProblem, options: PackingO
   }
   if (!chosen) throw new Error('internal: no packing found');
   if (compiled.placeAll && chosen.placed < problem.jobs.length) {
-    throw new MigpoolError('CHECK_FAILED', `found no packing that places every job (placed ${chosen.placed} of ${problem.jobs.length}); drop placeAll or add GPUs`);
+    throw new MigpoolError('CHECK_FAILED', `found no packing that places every job (placed ${chosen.placed} of ${problem.jobs.length}); drop --place-all (placeAll) or add GPUs`);
   }
 
   const realized = realize(problem, compiled, chosen.counts, chosen.flow);

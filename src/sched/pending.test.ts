@@ -103,6 +103,28 @@ describe('explainPending', () => {
       );
     });
 
+    it('says what the expected end rests on: an estimate, the one-hour prior for a job without one, or its run so far past either', () => {
+      const withSpec = (id: string, more: Partial<JobSpec>, done: number): [string, RunningJobView] => [
+        id,
+        { spec: job(id, { preemptible: false, ...more }), placement: { kind: 'instance', gpu: 1, start: 0 }, started: 0, done, speed: 0.5 },
+      ];
+      const reasonWith = (b4: [string, RunningJobView]) =>
+        explainPending(
+          {
+            now: 100,
+            gpus: [sevenWays(0, { 0: 'a0', 1: 'a1', 2: 'a2', 3: 'a3', 4: 'a4', 5: 'a5', 6: 'a6' }), sevenWays(1, { 0: 'b0', 1: 'b1', 4: 'b4' })],
+            queue: [job('m', { workload: medium, estimate: 40 })],
+            running: new Map([running('b0', false), running('b1', false), b4]),
+          },
+          real,
+          'migpool',
+        ).get('m');
+      // No estimate: a one-hour prior, 3600 - 100 s of work at speed 0.5.
+      expect(reasonWith(withSpec('b4', { estimate: null }, 100))).toMatch(/needs the slice of job b4, which may not be moved, expected to end in about 1\.9 h by a one-hour prior \(it gave no estimate\)$/);
+      // Past its estimate of 600 s after 1000 s: as long again, 1000 s at speed 0.5.
+      expect(reasonWith(withSpec('b4', { estimate: 600 }, 1000))).toMatch(/expected to end in about 33 min if it runs as long again as so far \(past its estimate\)$/);
+    });
+
     it("says when a GPU's idle slices could be re-cut into one that holds it: the policy's choice", () => {
       const view: ClusterView = { now: 0, gpus: [sevenWays(0, { 0: 'b0', 1: 'b1' })], queue: [job('m', { workload: medium })], running: new Map([running('b0', true), running('b1', true)]) };
       expect(explainPending(view, real, 'migpool').get('m')).toBe(

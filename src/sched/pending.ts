@@ -2,7 +2,7 @@ import type { GiProfile, GpuModel } from '../mig/types.js';
 import type { ClusterView, GpuView, InstanceView, JobSpec, PolicyContext } from './types.js';
 import { memoryOf } from './context.js';
 import { durationText } from './duration-text.js';
-import { canEverRun, expectedRemaining, memoryNeed, profileAllows } from './policies/common.js';
+import { canEverRun, expectedRemaining, expectedWork, memoryNeed, profileAllows } from './policies/common.js';
 
 /**
  * Why each queued job waits, in words, from the view alone (no policy's private reasoning): the
@@ -119,9 +119,29 @@ export function explainPending(view: ClusterView, ctx: PolicyContext, policy = '
       return r ? expectedRemaining(r.spec, r.done) / Math.max(r.speed, 1e-9) : Number.NaN;
     });
     const last = Math.max(...ends);
-    const when = Number.isFinite(last) ? `, expected to end in about ${durationText(last, { rough: true })} by ${jobs.length === 1 ? 'its estimate' : 'their estimates'}` : '';
+    const when = Number.isFinite(last) ? `, expected to end in about ${durationText(last, { rough: true })} ${basisOf(jobs)}` : '';
     const moved = fixed.length === 0 ? '' : fixed.length === jobs.length ? `, which may not be moved` : ` (${fixed.join(', ')} may not be moved)`;
     return `a ${best.p.name} on GPU ${best.g.id} needs the slice${jobs.length === 1 ? '' : 's'} of job ${jobs.join(', ')}${moved}${when}`;
+  }
+
+  /**
+   * What the expected end rests on (expectedRemaining): the jobs' estimates, the prior for a job
+   * that gave none (UNKNOWN_ESTIMATE_SECONDS), or, past either, as long again as it has run.
+   */
+  function basisOf(jobs: readonly string[]): string {
+    const kinds = new Set(
+      jobs.map((id) => {
+        const r = view.running.get(id);
+        if (!r) return 'estimate';
+        if (r.done >= expectedWork(r.spec)) return 'overrun';
+        return r.spec.estimate === null ? 'prior' : 'estimate';
+      }),
+    );
+    const one = jobs.length === 1;
+    if (kinds.size > 1) return 'by their estimates (where given; else a one-hour prior, and a job past it runs as long again as it has)';
+    if (kinds.has('prior')) return `by a one-hour prior (${one ? 'it gave' : 'they gave'} no estimate)`;
+    if (kinds.has('overrun')) return `if ${one ? 'it runs' : 'they run'} as long again as so far (past ${one ? 'its estimate' : 'their estimates'})`;
+    return one ? 'by its estimate' : 'by their estimates';
   }
 
   function suits(job: JobSpec, model: GpuModel, p: GiProfile): boolean {

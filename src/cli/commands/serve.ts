@@ -6,6 +6,7 @@ import type { Command } from 'commander';
 import { badInput } from '../../errors.js';
 import { decimalValue } from '../../decimal-number.js';
 import { splitCommandLine } from '../../exec/argv.js';
+import { parseSimulateSpec } from '../../gpu/simulated/spec.js';
 import { resolveGpuModel } from '../../mig/catalog/index.js';
 import { predict } from '../../perf/model.js';
 import { resolveWorkload } from '../../perf/workloads.js';
@@ -137,6 +138,7 @@ export function registerDemo(program: Command, io: Io): void {
       const seconds = decimalValue(f.seconds);
       if (!Number.isInteger(count) || count < 1 || count > 1000) throw badInput(`--jobs '${f.jobs}': give a whole number from 1 to 1000`);
       if (!(seconds > 0) || seconds > 3600) throw badInput(`--seconds '${f.seconds}': give a number of seconds from 1 to 3600`);
+      parseSimulateSpec(f.gpus, '--gpus'); // a bad spec names demo's flag, before any data dir or service exists
       const dataDir = mkdtempSync(join(tmpdir(), 'migpool-demo-'));
       const pool = await startPool({ dataDir, listen: f.listen, policy: f.policy, simulate: f.gpus, tickMs: 1000, log: (l) => io.err(`migpool demo: ${l}`) });
       const t0 = Date.now();

@@ -23,7 +23,7 @@ export function registerSim(program: Command, io: Io): void {
       const spec = simulateSpecOf(opts) ?? loadMachine(path)?.state.spec;
       if (spec === undefined) throw badInput(`no machine to reset: pass --simulate SPEC, e.g. --simulate 2xA100-SXM4-40GB`);
       const machine = resetSimulator(spec, path, intOption(opts.seed, '--seed'));
-      io.out(`simulated machine ${spec}: ${machine.state.gpus.length} GPUs, MIG disabled (${path})`);
+      io.out(`simulated machine ${spec}: ${machine.state.gpus.length} GPU${machine.state.gpus.length === 1 ? '' : 's'}, MIG disabled (${path})`);
     });
 
   withDeviceOptions(sim.command('attach').description('start a pretend process on a simulated GPU or MIG device'))

@@ -27,24 +27,26 @@ function productNameFor(model: GpuModel, asked: string): string {
 /**
  * Reads a machine spec: `8xA100-SXM4-40GB`, `2xA30,1xH100-80GB`, `A30` (one GPU). GPU names are
  * anything `migpool gpus` accepts.
+ *
+ * @param flag the flag the spec came from, named in errors (`migpool demo` takes it as `--gpus`)
  */
-export function parseSimulateSpec(spec: string): SimulatedGpuKind[] {
+export function parseSimulateSpec(spec: string, flag = '--simulate'): SimulatedGpuKind[] {
   const parts = spec.split(',').map((s) => s.trim()).filter((s) => s.length > 0);
-  if (parts.length === 0) throw badInput(`empty --simulate spec: write it like 8xA100-SXM4-40GB or 2xA30,1xH100-80GB`);
+  if (parts.length === 0) throw badInput(`empty ${flag} spec: write it like 8xA100-SXM4-40GB or 2xA30,1xH100-80GB`);
   const gpus: SimulatedGpuKind[] = [];
   for (const part of parts) {
     const m = /^(?:(\d+)\s*[xX*]\s*)?(.+)$/.exec(part);
     const count = m?.[1] === undefined ? 1 : Number(m[1]);
     const name = (m?.[2] ?? '').trim();
     if (!Number.isInteger(count) || count < 1 || count > 64) {
-      throw badInput(`--simulate '${part}': the count must be 1 to 64, as in 8xA100-SXM4-40GB`);
+      throw badInput(`${flag} '${part}': the count must be 1 to 64, as in 8xA100-SXM4-40GB`);
     }
     let model: GpuModel;
     try {
       model = resolveGpuModel(name);
     } catch (e) {
       const why = e instanceof Error ? e.message : String(e);
-      throw badInput(`--simulate '${part}': ${why}`);
+      throw badInput(`${flag} '${part}': ${why}`);
     }
     for (let i = 0; i < count; i++) gpus.push({ model, productName: productNameFor(model, name) });
   }
