@@ -504,6 +504,9 @@ describe('the live service', () => {
     await expect(service.submit({ name: 'x', command: ['true'], env: { BIG: 'x'.repeat(900_000) } })).rejects.toThrow(/env\.BIG: is 900000 bytes/);
     await expect(service.submit({ name: 'x', command: ['true'], resources: { memory: '100GiB' } })).rejects.toThrow(/resources\.memory: 100 GiB is more than any GPU here holds/);
     await expect(service.submit({ name: 'x', command: ['true'], maxRuntime: '400d' })).rejects.toThrow(/maxRuntime: at most 366 days/);
+    await expect(service.submit({ name: 'x', command: [''] })).rejects.toThrow(/command\.0: is empty/);
+    await expect(service.submit({ name: 'x', command: ['true'], workdir: '../../etc' })).rejects.toThrow(/workdir: '\.\.\/\.\.\/etc' is relative/);
+    await expect(service.submitMany([{ name: 'ok', command: ['true'] }, { name: 'x', command: ['true'], workdir: 'exp' }])).rejects.toThrow(/job spec 2: workdir/);
     expect(await service.listJobs()).toEqual([]);
   });
 });
