@@ -558,4 +558,28 @@ describe('users', () => {
     expect(wrong.statusCode).toBe(401);
     expect(wrong.json<{ error: { message: string } }>().error.message).toMatch(/^GET \/v1\/jobs: the token sent is no user's token \(mistyped, rotated or its user removed\)/);
   });
+  it('ends an open event stream once its token is no longer its user\'s: rotated, removed, or admin taken away', async () => {
+    const live: Record<string, { name: string; admin: boolean }> = { 'alice-token': { name: 'alice', admin: false }, 'root-token': { name: 'root', admin: true } };
+    const server = await buildServer({ service: fake, callers: async (t) => live[t] ?? null, processMetrics: false });
+    const address = await server.listen({ host: '127.0.0.1', port: 0 });
+    await fake.submit(spec, { owner: 'alice' });
+    /** Opens a stream as `token`, runs `change`, emits an event of job 1 and reads to the stream's end. */
+    const afterChange = async (token: string, change: () => void): Promise<string> => {
+      const res = await fetch(`${address}/v1/events`, { headers: { authorization: `Bearer ${token}` } });
+      expect(res.status).toBe(200);
+      const reader = res.body!.pipeThrough(new TextDecoderStream()).getReader();
+      let text = (await reader.read()).value ?? '';
+      change();
+      fake.emit('job-started', '1', { state: 'running' });
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) return text;
+        text += value;
+      }
+    };
+    expect(await afterChange('alice-token', () => delete live['alice-token'])).not.toContain('job-started');
+    expect(await afterChange('root-token', () => (live['root-token'] = { name: 'root', admin: false }))).not.toContain('job-started');
+    server.server.closeAllConnections();
+    await server.close();
+  });
 });

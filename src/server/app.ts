@@ -154,6 +154,14 @@ function parseStates(values: readonly string[] | undefined): JobState[] | undefi
   return states.length > 0 ? (states as JobState[]) : undefined;
 }
 
+/** The token a request carries: its bearer token, or for the event stream alone also `?token=`. */
+function tokenOf(request: FastifyRequest): string | undefined {
+  // EventSource cannot send headers: the event stream alone also takes `?token=` (redacted from logs).
+  const path = request.url.split('?')[0] ?? '';
+  const queryToken = request.method === 'GET' && path === '/v1/events' ? (request.query as { token?: unknown }).token : undefined;
+  return bearerToken(request.headers.authorization) ?? (typeof queryToken === 'string' && queryToken !== '' ? queryToken : undefined);
+}
+
 let echartsBundle: Promise<Buffer | null> | null = null;
 
 /** echarts' browser bundle from node_modules (resolved from this module, in src/ or dist/), or null. */
@@ -219,9 +227,7 @@ export async function buildServer(opts: ServerOptions): Promise<FastifyInstance>
     }
     const path = request.url.split('?')[0] ?? '';
     if (!MUTATING_METHODS.has(request.method) && isPublicPath(path)) return;
-    // EventSource cannot send headers: the event stream alone also takes `?token=` (redacted from logs).
-    const queryToken = request.method === 'GET' && path === '/v1/events' ? (request.query as { token?: unknown }).token : undefined;
-    const token = bearerToken(request.headers.authorization) ?? (typeof queryToken === 'string' && queryToken !== '' ? queryToken : undefined);
+    const token = tokenOf(request);
     const caller = token === undefined ? null : await callers(token);
     if (caller === null) {
       const how = `send \`Authorization: Bearer <token>\` with your user's token (\`migpool users add NAME\` prints one; the admin's is in ${tokenWhere}; open the dashboard as /?token=...)`;
@@ -350,8 +356,16 @@ export async function buildServer(opts: ServerOptions): Promise<FastifyInstance>
       afterSeq = Number(header.trim());
     }
     reply.hijack();
-    const filter = eventFilter(service, callerOf(request));
-    const stop = streamEvents(service, reply.raw, { afterSeq, heartbeatMs: opts.heartbeatMs ?? 15_000, ...(filter ? { filter } : {}) });
+    const caller = callerOf(request);
+    const filter = eventFilter(service, caller);
+    // A stream outlives its request: it ends once its token stops being this user's as they were
+    // (rotated, user removed, admin taken away), as the next request would be refused.
+    const token = tokenOf(request)!;
+    const authorized = async () => {
+      const now = await callers(token);
+      return now !== null && now.name === caller.name && now.admin === caller.admin;
+    };
+    const stop = streamEvents(service, reply.raw, { afterSeq, heartbeatMs: opts.heartbeatMs ?? 15_000, authorized, ...(filter ? { filter } : {}) });
     streams.add(stop);
     reply.raw.on('close', () => streams.delete(stop));
   });

@@ -14,6 +14,12 @@ export interface EventStreamOptions {
   readonly maxBufferedBytes?: number;
   /** Which events this client may see (e.g. a user's own jobs'); absent: all. Order is kept. */
   readonly filter?: (event: EventRecord) => Promise<boolean>;
+  /**
+   * Whether the client may still listen (its token is still its user's, with the same rights),
+   * asked before each event and at each heartbeat; false ends the stream. One question at a time:
+   * events that arrive while one is asked share its answer. Absent: always.
+   */
+  readonly authorized?: () => Promise<boolean>;
 }
 
 /** One server-sent event: `id`, `event` (the type) and the record as JSON. */
@@ -42,14 +48,23 @@ export function streamEvents(service: PoolService, res: ServerResponse, options:
   };
   // With a filter, each event waits for the verdicts on those before it, so the order holds;
   // `lastSent` counts the events passed over too (it is the replay's cursor).
-  const { filter } = options;
+  const { filter, authorized } = options;
+  let asking: Promise<boolean> | null = null;
+  const stillAuthorized = (): Promise<boolean> =>
+    (asking ??= authorized!()
+      .catch(() => false)
+      .finally(() => {
+        asking = null;
+      }));
   let verdicts: Promise<void> = Promise.resolve();
   const send = (event: EventRecord): void => {
     if (closed || event.seq <= lastSent) return;
     lastSent = event.seq;
-    if (filter === undefined) return write(event);
-    const verdict = filter(event).catch(() => false);
+    if (filter === undefined && authorized === undefined) return write(event);
+    const allowed = authorized === undefined ? Promise.resolve(true) : stillAuthorized();
+    const verdict = filter === undefined ? Promise.resolve(true) : filter(event).catch(() => false);
     verdicts = verdicts.then(async () => {
+      if (!(await allowed)) return stop();
       if (await verdict) write(event);
     });
   };
@@ -58,7 +73,9 @@ export function streamEvents(service: PoolService, res: ServerResponse, options:
     else send(event);
   });
   const heartbeat = setInterval(() => {
-    if (!closed) res.write(`: heartbeat ${Date.now()}\n\n`);
+    if (closed) return;
+    if (authorized === undefined) return void res.write(`: heartbeat ${Date.now()}\n\n`);
+    void stillAuthorized().then((ok) => (ok ? !closed && res.write(`: heartbeat ${Date.now()}\n\n`) : stop()));
   }, options.heartbeatMs);
   heartbeat.unref();
 
