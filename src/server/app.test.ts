@@ -81,6 +81,18 @@ describe('POST /v1/jobs', () => {
     }
   });
 
+  it('refuses a YAML body over 64 KiB at once (40000 anchors took the parser 12 s, the whole service stalled), and takes that much as JSON', async () => {
+    const anchors = Array.from({ length: 4000 }, (_, i) => `k${i}: &a${i} [1]`).join('\n');
+    const t0 = Date.now();
+    const res = await app.inject({ method: 'POST', url: '/v1/jobs', headers: { ...auth, 'content-type': 'application/yaml' }, payload: anchors });
+    expect(Date.now() - t0).toBeLessThan(5000);
+    expect(res.statusCode).toBe(413);
+    expect(res.json<{ error: { message: string } }>().error.message).toMatch(/^the YAML body is \d+ bytes, more than 65536: .*JSON/);
+    expect(fake.jobs.size).toBe(0);
+    const padded = await app.inject({ method: 'POST', url: '/v1/jobs', headers: auth, payload: { ...spec, labels: Object.fromEntries(Array.from({ length: 32 }, (_, i) => [`k${i}`, 'v'.repeat(256)])), env: { PAD: 'x'.repeat(70_000) } } });
+    expect(padded.statusCode).toBe(201);
+  });
+
   it('answers 400 with the field path for a bad spec', async () => {
     const res = await app.inject({ method: 'POST', url: '/v1/jobs', headers: auth, payload: { ...spec, resources: { profile: 'big' } } });
     expect(res.statusCode).toBe(400);
