@@ -57,11 +57,14 @@ export function streamEvents(service: PoolService, res: ServerResponse, options:
         asking = null;
       }));
   let verdicts: Promise<void> = Promise.resolve();
-  const send = (event: EventRecord): void => {
+  // Live events wait for `authorized`; the replay, which follows the request's own check at once,
+  // is checked once at its end instead (a replay of 100k events asks nothing per event).
+  const send = (event: EventRecord, live: boolean): void => {
     if (closed || event.seq <= lastSent) return;
     lastSent = event.seq;
-    if (filter === undefined && authorized === undefined) return write(event);
-    const allowed = authorized === undefined ? Promise.resolve(true) : stillAuthorized();
+    const ask = live && authorized !== undefined;
+    if (filter === undefined && !ask) return write(event);
+    const allowed = ask ? stillAuthorized() : Promise.resolve(true);
     const verdict = filter === undefined ? Promise.resolve(true) : filter(event).catch(() => false);
     verdicts = verdicts.then(async () => {
       if (!(await allowed)) return stop();
@@ -70,7 +73,7 @@ export function streamEvents(service: PoolService, res: ServerResponse, options:
   };
   const unsubscribe = service.subscribe((event) => {
     if (replaying) held.push(event);
-    else send(event);
+    else send(event, true);
   });
   const heartbeat = setInterval(() => {
     if (closed) return;
@@ -101,15 +104,17 @@ export function streamEvents(service: PoolService, res: ServerResponse, options:
       try {
         for (;;) {
           const page = await service.events(lastSent, pageSize);
-          for (const event of page) send(event);
+          for (const event of page) send(event, false);
           if (page.length < pageSize || closed) break;
         }
       } catch (e) {
         if (!closed) res.write(`: replay failed: ${(e instanceof Error ? e.message : String(e)).replace(/\n/g, ' ')}\n\n`);
       }
+      // Events that came during the replay are held (and keep coming while this is asked).
+      if (authorized !== undefined && held.length > 0 && !closed && !(await stillAuthorized())) return stop();
       replaying = false;
       held.sort((a, b) => a.seq - b.seq);
-      for (const event of held.splice(0)) send(event);
+      for (const event of held.splice(0)) send(event, false);
     })();
   }
   return stop;
