@@ -20,7 +20,7 @@
 //   after the grace, so that nothing of the attempt outlives it.
 // Then it writes DIR/exit.json { exitCode, signal, reason: exited | timeout | cancelled, endedAt }
 // (temp file + rename) and exits. A command that cannot be started ends as exit status 127
-// (126 when it exists but cannot be run), the reason in stderr.log.
+// (126 when it exists but cannot be run), the reason in stderr.log and as exit.json's `message`.
 // Plain JavaScript without dependencies: it runs as it ships, from the checkout or the package.
 import { spawn } from 'node:child_process';
 import { closeSync, fsyncSync, openSync, readFileSync, readdirSync, renameSync, statSync, writeSync } from 'node:fs';
@@ -120,6 +120,8 @@ let reason = 'exited';
 let stopping = false;
 let jobPgid = null;
 let result = null;
+/** Why the command could not be started (one line), or null when it was. */
+let startFailure = null;
 let giveUpAt = null;
 let finished = false;
 const timers = new Set();
@@ -149,7 +151,7 @@ function finish() {
   for (const timer of timers) clearTimeout(timer);
   const { exitCode, signal } = result;
   try {
-    writeJsonAtomic(join(dir, 'exit.json'), { exitCode, signal, reason, endedAt: Date.now() });
+    writeJsonAtomic(join(dir, 'exit.json'), { exitCode, signal, reason, endedAt: Date.now(), ...(startFailure === null ? {} : { message: startFailure }) });
   } catch (error) {
     say(`cannot write ${join(dir, 'exit.json')}: ${error.message}`);
   }
@@ -196,6 +198,7 @@ process.on('SIGHUP', () => {});
 
 function cannotStart(code, message) {
   say(message);
+  startFailure = String(message).split('\n')[0];
   result = { exitCode: code, signal: null };
   finish();
 }

@@ -158,7 +158,7 @@ describe('migpool jobs', () => {
     const lines = r.out.trimEnd().split('\n');
     expect(lines[0]).toMatch(/^ID\s+NAME\s+USER\s+STATE\s+PRIORITY\s+PLACEMENT\s+ATTEMPT\s+SUBMITTED\s+STARTED\s+ENDED\s+EXIT\s+NOTE$/);
     expect(lines[3]).toMatch(/^1\s+resnet\s+alice\s+running\s+foreground\s+gpu 0 3g\.20gb@4\s+1\s+\S+ ago\s+1m ago\s+-\s+-\s+-$/);
-    expect(lines[2]).toMatch(/^2\s+tiny\s+bob\s+failed\s+background\s+gpu 0 1g\.5gb@0\s+1\s+\S+ ago\s+1m ago\s+30s ago\s+3\s+-$/);
+    expect(lines[2]).toMatch(/^2\s+tiny\s+bob\s+failed\s+background\s+gpu 0 1g\.5gb@0\s+1\s+\S+ ago\s+1m ago\s+30s ago\s+3\s+exited with 3$/);
     expect(lines[1]).toMatch(/^3\s+waiting\s+-\s+queued\s+foreground\s+-\s+0\s+\S+ ago\s+-\s+-\s+-\s+-$/);
     expect(lines).toHaveLength(4);
   });

@@ -161,6 +161,15 @@ describe('the live service', () => {
     expect(bad).toMatchObject({ state: 'failed', attempt: 2, exitCode: 5 });
   });
 
+  it('says why a job could not start (missing program or workdir), not only its exit status', async () => {
+    const dir = tempDir();
+    const { service } = await open(dir, 'exclusive');
+    const typo = await service.submit({ name: 'typo', command: ['migpool-no-such-program-xyz'] });
+    expect(await until(service, typo.id, ['failed', 'succeeded'])).toMatchObject({ state: 'failed', exitCode: 127, reason: expect.stringMatching(/^could not start: cannot start migpool-no-such-program-xyz: command not found/) });
+    const gone = await service.submit({ name: 'gone', command: [node, '-e', ''], workdir: join(dir, 'missing') });
+    expect(await until(service, gone.id, ['failed', 'succeeded'])).toMatchObject({ state: 'failed', reason: expect.stringContaining(`workdir ${join(dir, 'missing')} does not exist`) });
+  });
+
   it('kills a job past its max runtime and says so', async () => {
     const dir = tempDir();
     const { service } = await open(dir, 'exclusive');
@@ -504,6 +513,9 @@ describe('the live service', () => {
     await expect(service.submit({ name: 'x', command: ['true'], env: { BIG: 'x'.repeat(900_000) } })).rejects.toThrow(/env\.BIG: is 900000 bytes/);
     await expect(service.submit({ name: 'x', command: ['true'], resources: { memory: '100GiB' } })).rejects.toThrow(/resources\.memory: 100 GiB is more than any GPU here holds/);
     await expect(service.submit({ name: 'x', command: ['true'], maxRuntime: '400d' })).rejects.toThrow(/maxRuntime: at most 366 days/);
+    await expect(service.submit({ name: 'x', command: [''] })).rejects.toThrow(/command\.0: is empty/);
+    await expect(service.submit({ name: 'x', command: ['true'], workdir: '../../etc' })).rejects.toThrow(/workdir: '\.\.\/\.\.\/etc' is relative/);
+    await expect(service.submitMany([{ name: 'ok', command: ['true'] }, { name: 'x', command: ['true'], workdir: 'exp' }])).rejects.toThrow(/job spec 2: workdir/);
     expect(await service.listJobs()).toEqual([]);
   });
 });

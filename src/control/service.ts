@@ -835,7 +835,9 @@ export class PoolServiceImpl implements PoolService {
               ? 'stopped'
               : r.exitCode === 0
                 ? null
-                : `exit status ${r.exitCode ?? `signal ${r.signal ?? '?'}`}`,
+                : r.message !== undefined
+                  ? `could not start: ${r.message}`
+                  : `exit status ${r.exitCode ?? `signal ${r.signal ?? '?'}`}`,
       failure: r.reason !== 'exited' || r.exitCode !== 0,
       stopped: r.reason === 'cancelled',
     });

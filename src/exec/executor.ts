@@ -67,4 +67,6 @@ export interface ExitReport {
   readonly reason: 'exited' | 'timeout' | 'cancelled' | 'lost';
   /** Milliseconds since the epoch when the end was seen. */
   readonly endedAt: number;
+  /** Why the command could not be started (missing program or workdir), in one line, when it could not. */
+  readonly message?: string;
 }

@@ -253,7 +253,7 @@ describe('local executor', () => {
     const s = spec('', { command: ['migpool-no-such-command-xyz', '--flag'] });
     const exit = nextExit(ex, s.jobId);
     await ex.launch(s);
-    expect(await exit).toMatchObject({ exitCode: 127, signal: null, reason: 'exited' });
+    expect(await exit).toMatchObject({ exitCode: 127, signal: null, reason: 'exited', message: expect.stringMatching(/^cannot start migpool-no-such-command-xyz: command not found/) });
     expect(readFileSync(join(s.dir, 'stderr.log'), 'utf8')).toMatch(/cannot start migpool-no-such-command-xyz: command not found/);
   });
 
@@ -262,7 +262,7 @@ describe('local executor', () => {
     const s = spec('0', { workdir: join(root, 'missing') });
     const exit = nextExit(ex, s.jobId);
     await ex.launch(s);
-    expect(await exit).toMatchObject({ exitCode: 127, reason: 'exited' });
+    expect(await exit).toMatchObject({ exitCode: 127, reason: 'exited', message: expect.stringContaining(`workdir ${join(root, 'missing')} does not exist`) });
     expect(readFileSync(join(s.dir, 'stderr.log'), 'utf8')).toContain(`workdir ${join(root, 'missing')} does not exist`);
   });
 

@@ -46,6 +46,8 @@ export interface ExitFile {
   readonly signal: string | null;
   readonly reason: 'exited' | 'timeout' | 'cancelled';
   readonly endedAt: number;
+  /** Why the command could not be started (the runner's one line), when it could not. */
+  readonly message?: string;
 }
 
 /** Gives an attempt's open log files to the account its job runs as, private to it (0600). */
@@ -110,12 +112,12 @@ function isRecord(value: unknown): value is Record<string, unknown> {
 export function readExitFile(dir: string): ExitFile | null {
   const value = readJson(attemptFiles(dir).exit);
   if (!isRecord(value)) return null;
-  const { exitCode, signal, reason, endedAt } = value;
+  const { exitCode, signal, reason, endedAt, message } = value;
   if (!(exitCode === null || Number.isInteger(exitCode))) return null;
   if (!(signal === null || typeof signal === 'string')) return null;
   if (reason !== 'exited' && reason !== 'timeout' && reason !== 'cancelled') return null;
   if (typeof endedAt !== 'number' || !Number.isFinite(endedAt)) return null;
-  return { exitCode: exitCode as number | null, signal: signal as string | null, reason, endedAt };
+  return { exitCode: exitCode as number | null, signal: signal as string | null, reason, endedAt, ...(typeof message === 'string' && message !== '' ? { message } : {}) };
 }
 
 interface RunnerFile {

@@ -81,6 +81,18 @@ describe('POST /v1/jobs', () => {
     }
   });
 
+  it('refuses a YAML body over 64 KiB at once (40000 anchors took the parser 12 s, the whole service stalled), and takes that much as JSON', async () => {
+    const anchors = Array.from({ length: 4000 }, (_, i) => `k${i}: &a${i} [1]`).join('\n');
+    const t0 = Date.now();
+    const res = await app.inject({ method: 'POST', url: '/v1/jobs', headers: { ...auth, 'content-type': 'application/yaml' }, payload: anchors });
+    expect(Date.now() - t0).toBeLessThan(5000);
+    expect(res.statusCode).toBe(413);
+    expect(res.json<{ error: { message: string } }>().error.message).toMatch(/^the YAML body is \d+ bytes, more than 65536: .*JSON/);
+    expect(fake.jobs.size).toBe(0);
+    const padded = await app.inject({ method: 'POST', url: '/v1/jobs', headers: auth, payload: { ...spec, labels: Object.fromEntries(Array.from({ length: 32 }, (_, i) => [`k${i}`, 'v'.repeat(256)])), env: { PAD: 'x'.repeat(70_000) } } });
+    expect(padded.statusCode).toBe(201);
+  });
+
   it('answers 400 with the field path for a bad spec', async () => {
     const res = await app.inject({ method: 'POST', url: '/v1/jobs', headers: auth, payload: { ...spec, resources: { profile: 'big' } } });
     expect(res.statusCode).toBe(400);
@@ -557,5 +569,29 @@ describe('users', () => {
     const wrong = await as('mallory-token', 'GET', '/v1/jobs');
     expect(wrong.statusCode).toBe(401);
     expect(wrong.json<{ error: { message: string } }>().error.message).toMatch(/^GET \/v1\/jobs: the token sent is no user's token \(mistyped, rotated or its user removed\)/);
+  });
+  it('ends an open event stream once its token is no longer its user\'s: rotated, removed, or admin taken away', async () => {
+    const live: Record<string, { name: string; admin: boolean }> = { 'alice-token': { name: 'alice', admin: false }, 'root-token': { name: 'root', admin: true } };
+    const server = await buildServer({ service: fake, callers: async (t) => live[t] ?? null, processMetrics: false });
+    const address = await server.listen({ host: '127.0.0.1', port: 0 });
+    await fake.submit(spec, { owner: 'alice' });
+    /** Opens a stream as `token`, runs `change`, emits an event of job 1 and reads to the stream's end. */
+    const afterChange = async (token: string, change: () => void): Promise<string> => {
+      const res = await fetch(`${address}/v1/events`, { headers: { authorization: `Bearer ${token}` } });
+      expect(res.status).toBe(200);
+      const reader = res.body!.pipeThrough(new TextDecoderStream()).getReader();
+      let text = (await reader.read()).value ?? '';
+      change();
+      fake.emit('job-started', '1', { state: 'running' });
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) return text;
+        text += value;
+      }
+    };
+    expect(await afterChange('alice-token', () => delete live['alice-token'])).not.toContain('job-started');
+    expect(await afterChange('root-token', () => (live['root-token'] = { name: 'root', admin: false }))).not.toContain('job-started');
+    server.server.closeAllConnections();
+    await server.close();
   });
 });

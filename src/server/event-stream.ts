@@ -14,6 +14,12 @@ export interface EventStreamOptions {
   readonly maxBufferedBytes?: number;
   /** Which events this client may see (e.g. a user's own jobs'); absent: all. Order is kept. */
   readonly filter?: (event: EventRecord) => Promise<boolean>;
+  /**
+   * Whether the client may still listen (its token is still its user's, with the same rights),
+   * asked before each event and at each heartbeat; false ends the stream. One question at a time:
+   * events that arrive while one is asked share its answer. Absent: always.
+   */
+  readonly authorized?: () => Promise<boolean>;
 }
 
 /** One server-sent event: `id`, `event` (the type) and the record as JSON. */
@@ -42,23 +48,37 @@ export function streamEvents(service: PoolService, res: ServerResponse, options:
   };
   // With a filter, each event waits for the verdicts on those before it, so the order holds;
   // `lastSent` counts the events passed over too (it is the replay's cursor).
-  const { filter } = options;
+  const { filter, authorized } = options;
+  let asking: Promise<boolean> | null = null;
+  const stillAuthorized = (): Promise<boolean> =>
+    (asking ??= authorized!()
+      .catch(() => false)
+      .finally(() => {
+        asking = null;
+      }));
   let verdicts: Promise<void> = Promise.resolve();
-  const send = (event: EventRecord): void => {
+  // Live events wait for `authorized`; the replay, which follows the request's own check at once,
+  // is checked once at its end instead (a replay of 100k events asks nothing per event).
+  const send = (event: EventRecord, live: boolean): void => {
     if (closed || event.seq <= lastSent) return;
     lastSent = event.seq;
-    if (filter === undefined) return write(event);
-    const verdict = filter(event).catch(() => false);
+    const ask = live && authorized !== undefined;
+    if (filter === undefined && !ask) return write(event);
+    const allowed = ask ? stillAuthorized() : Promise.resolve(true);
+    const verdict = filter === undefined ? Promise.resolve(true) : filter(event).catch(() => false);
     verdicts = verdicts.then(async () => {
+      if (!(await allowed)) return stop();
       if (await verdict) write(event);
     });
   };
   const unsubscribe = service.subscribe((event) => {
     if (replaying) held.push(event);
-    else send(event);
+    else send(event, true);
   });
   const heartbeat = setInterval(() => {
-    if (!closed) res.write(`: heartbeat ${Date.now()}\n\n`);
+    if (closed) return;
+    if (authorized === undefined) return void res.write(`: heartbeat ${Date.now()}\n\n`);
+    void stillAuthorized().then((ok) => (ok ? !closed && res.write(`: heartbeat ${Date.now()}\n\n`) : stop()));
   }, options.heartbeatMs);
   heartbeat.unref();
 
@@ -84,15 +104,17 @@ export function streamEvents(service: PoolService, res: ServerResponse, options:
       try {
         for (;;) {
           const page = await service.events(lastSent, pageSize);
-          for (const event of page) send(event);
+          for (const event of page) send(event, false);
           if (page.length < pageSize || closed) break;
         }
       } catch (e) {
         if (!closed) res.write(`: replay failed: ${(e instanceof Error ? e.message : String(e)).replace(/\n/g, ' ')}\n\n`);
       }
+      // Events that came during the replay are held (and keep coming while this is asked).
+      if (authorized !== undefined && held.length > 0 && !closed && !(await stillAuthorized())) return stop();
       replaying = false;
       held.sort((a, b) => a.seq - b.seq);
-      for (const event of held.splice(0)) send(event);
+      for (const event of held.splice(0)) send(event, false);
     })();
   }
   return stop;

@@ -101,7 +101,7 @@ export function openApiDocument(version: string): Record<string, unknown> {
         post: {
           operationId: 'submitJob',
           summary: 'Queue a job',
-          description: 'A spec with `after: [ids]` starts once those jobs have succeeded (and fails if one of them fails or is cancelled); it may name only jobs the caller sees (their own; an admin any), others are refused as unknown ids. A spec with `array` is many jobs: submit it with POST /v1/jobs/batch.',
+          description: 'A spec with `after: [ids]` starts once those jobs have succeeded (and fails if one of them fails or is cancelled); it may name only jobs the caller sees (their own; an admin any), others are refused as unknown ids. A spec with `array` is many jobs: submit it with POST /v1/jobs/batch. Bodies: JSON up to 1 MiB, YAML up to 64 KiB (413 beyond).',
           security: secured,
           parameters: [idempotencyKey],
           requestBody: {
@@ -125,7 +125,7 @@ export function openApiDocument(version: string): Record<string, unknown> {
         post: {
           operationId: 'submitJobs',
           summary: 'Queue several jobs, all or none (a bad spec queues nothing and is named by its position: job spec N)',
-          description: 'A spec with `array: 0-99%8` stands for 100 jobs (indices 0 to 99 in `MIGPOOL_ARRAY_INDEX` and `array.index`), at most 8 of them running at once; the answer lists every job.',
+          description: 'A spec with `array: 0-99%8` stands for 100 jobs (indices 0 to 99 in `MIGPOOL_ARRAY_INDEX` and `array.index`), at most 8 of them running at once; the answer lists every job. Bodies: JSON up to 1 MiB, YAML up to 64 KiB (413 beyond).',
           security: secured,
           parameters: [idempotencyKey],
           requestBody: {

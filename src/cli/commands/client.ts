@@ -81,9 +81,11 @@ export function placementText(p: JobPlacement | null): string {
   return `gpu ${p.gpus.join(',')}${p.sharing === 'exclusive' ? '' : ` (${p.sharing}${mps})`}`;
 }
 
-/** `45% 1200 samples/s eta 3m` for a running job that reports progress; why a queued job waits; `-` otherwise. */
+/** `45% 1200 samples/s eta 3m` for a running job that reports progress; why a queued job waits or a failed or cancelled one ended; `-` otherwise. */
 export function noteText(j: JobRecord): string {
   if (j.state === 'queued' && j.pending) return j.pending;
+  // Why it ended badly (its exit status, max runtime, a program or workdir that was missing).
+  if ((j.state === 'failed' || j.state === 'cancelled') && j.reason) return j.reason;
   const p = j.progress;
   if (!p || (j.state !== 'running' && j.state !== 'starting')) return '-';
   const parts = [p.fraction !== null ? `${Math.floor(p.fraction * 100)}%` : `${p.samples} samples`];

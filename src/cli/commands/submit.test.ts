@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { MigpoolError } from '../../errors.js';
-import { nameOf, pairs, specFromFlags, type SubmitOptions } from './submit.js';
+import { nameOf, pairs, specFromFlags, withWorkdirFrom, type SubmitOptions } from './submit.js';
 
 const base: SubmitOptions = { env: [], label: [], after: [], interval: '0.5' };
 
@@ -56,5 +56,14 @@ describe('submit -- COMMAND', () => {
 
   it('takes a relative --workdir from where the user is', () => {
     expect(specFromFlags(['true'], { ...base, workdir: 'runs/a' }, '/home/me')['workdir']).toBe('/home/me/runs/a');
+  });
+});
+
+describe('submit FILE', () => {
+  it("takes a spec file's relative workdir from the file's folder, and leaves absolute and absent ones", () => {
+    expect(withWorkdirFrom({ name: 'a', command: ['true'], workdir: 'runs/a' }, '/home/me/exp/job.yaml')['workdir']).toBe('/home/me/exp/runs/a');
+    expect(withWorkdirFrom({ name: 'a', command: ['true'], workdir: '.' }, '/home/me/exp/job.yaml')['workdir']).toBe('/home/me/exp');
+    expect(withWorkdirFrom({ name: 'a', command: ['true'], workdir: '/srv/x' }, 'job.yaml')['workdir']).toBe('/srv/x');
+    expect(withWorkdirFrom({ name: 'a', command: ['true'] }, 'job.yaml')).not.toHaveProperty('workdir');
   });
 });

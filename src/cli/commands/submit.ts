@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { basename, resolve } from 'node:path';
+import { basename, dirname, isAbsolute, resolve } from 'node:path';
 import type { Command } from 'commander';
 import { badInput, MigpoolError } from '../../errors.js';
 import { decimalValue } from '../../decimal-number.js';
@@ -274,9 +274,19 @@ export function registerSubmit(program: Command, io: Io): void {
     });
 }
 
+/**
+ * A spec read from `file` with its relative `workdir` taken from the file's folder (the service
+ * refuses relative ones: it would read them from its own directory). Absolute or absent: as is.
+ */
+export function withWorkdirFrom(spec: Record<string, unknown>, file: string): Record<string, unknown> {
+  const workdir = spec['workdir'];
+  if (typeof workdir !== 'string' || workdir === '' || isAbsolute(workdir)) return spec;
+  return { ...spec, workdir: resolve(dirname(resolve(file)), workdir) };
+}
+
 /** The spec files' jobs, all or none, errors naming the file and job they came from. */
 async function submitFiles(files: readonly string[], opts: SubmitOptions, key: string): Promise<JobRecord[]> {
-  const specs = (await Promise.all(files.map(readSpecFile))).flat();
+  const specs = (await Promise.all(files.map(async (file) => (await readSpecFile(file)).map((s) => ({ ...s, spec: withWorkdirFrom(s.spec as Record<string, unknown>, file) }))))).flat();
   const client = await ServiceClient.connect(opts);
   try {
     // A single spec that names an array is many jobs: the batch endpoint queues them.
