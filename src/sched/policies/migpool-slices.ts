@@ -1,7 +1,6 @@
-import { countingViolation } from '../../mig/geometry.js';
 import type { GpuModel } from '../../mig/types.js';
 import type { ClusterView, GpuView, InstanceView, JobSpec, PolicyContext } from '../types.js';
-import { chain, fleetModels, idleInstancesOf, isInstanceUsable, isSettled, Picker, profileAllows, reconfiguringGpus } from './common.js';
+import { chain, fleetModels, idleInstancesOf, isInstanceUsable, Picker, profileAllows, reconfiguringGpus } from './common.js';
 
 /**
  * ASSUMPTION (a design choice, not a measurement): packing single-GPU jobs onto a GPU's smallest
@@ -121,11 +120,6 @@ export class SlicePool {
   private idleLeft = 0;
   /** Slices being created not promised yet (all profiles). */
   private pendingLeft = 0;
-  /** Idle instances handed out in this pass, and idle ones a re-cut of this pass destroys. */
-  private readonly handed = new Set<InstanceView>();
-  private readonly dropped = new Set<InstanceView>();
-  /** GPUs re-cut in this pass (one re-cut each). */
-  private readonly recut = new Set<number>();
 
   constructor(
     private readonly view: ClusterView,
@@ -157,9 +151,8 @@ export class SlicePool {
   take(job: JobSpec): SliceGrant | null {
     if (this.idleLeft === 0) return null;
     for (const { model, profile, key } of this.suiting(job)) {
-      const inst = this.picker(model.name, profile, key).take((i) => !this.dropped.has(i));
+      const inst = this.picker(model.name, profile, key).take();
       if (inst) {
-        this.handed.add(inst);
         this.idleLeft--;
         this.wanted.add(inst.gpu);
         return { gpu: inst.gpu, start: inst.start, profile };
@@ -207,46 +200,6 @@ export class SlicePool {
     }
     const m = this.models.find((x) => packs(job, x, this.ctx));
     return m ? { model: m, profile: (packProfile(m) as { profile: string }).profile } : null;
-  }
-
-  /**
-   * A MIG GPU whose idle slices can be re-cut into one that suits the job, changing only those: a
-   * placement of the smallest profile that suits it (then the one destroying fewest idle
-   * instances) that overlaps no instance a job holds or one handed out in this pass. The GPU's
-   * other instances stay as they are (and their jobs run on). Returns the GPU and its new layout,
-   * and takes the destroyed instances out of the pool; null when no GPU allows it.
-   */
-  recutFor(job: JobSpec): { gpu: number; profile: string; layout: LayoutEntry[] } | null {
-    let best: { g: GpuView; profile: string; start: number; drop: InstanceView[]; rank: number } | null = null;
-    const suits = this.suiting(job);
-    for (const g of this.view.gpus) {
-      if (!g.migEnabled || g.wholeGpuJobs.length > 0 || !isSettled(g, this.view.now) || this.recut.has(g.id)) continue;
-      let rank = 0;
-      for (const { model, profile } of suits) {
-        rank++;
-        if (model !== g.model) continue;
-        if (best !== null && rank > best.rank) break;
-        const p = model.giProfiles.find((x) => x.name === profile);
-        if (!p) continue;
-        for (const at of p.placements) {
-          const drop = g.instances.filter((i) => i.start < at.start + at.size && at.start < i.start + i.size);
-          if (drop.some((i) => i.job !== null || this.handed.has(i) || this.dropped.has(i) || !isInstanceUsable(g, i, this.view.now))) continue;
-          if (drop.length === 1 && drop[0]!.start === at.start && drop[0]!.profile.name === profile) continue;
-          if (best !== null && (rank > best.rank || (rank === best.rank && drop.length >= best.drop.length))) continue;
-          const kept = g.instances.filter((i) => !drop.includes(i));
-          if (countingViolation(model, [...kept.map((i) => i.profile), p]) !== null) continue;
-          best = { g, profile, start: at.start, drop, rank };
-        }
-      }
-    }
-    if (best === null) return null;
-    const { g, profile, start, drop } = best;
-    for (const i of drop) this.dropped.add(i);
-    this.idleLeft -= drop.length;
-    this.recut.add(g.id);
-    this.wanted.add(g.id);
-    const layout = [...g.instances.filter((i) => !drop.includes(i)).map((i) => ({ profile: i.profile.name, start: i.start })), { profile, start }].sort((a, b) => a.start - b.start);
-    return { gpu: g.id, profile, layout };
   }
 
   /** Notes `n` slices of `profile` being created on a GPU of `model` (for jobs to wait for). */

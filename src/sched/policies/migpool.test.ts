@@ -66,38 +66,6 @@ describe('migpool policy', () => {
     expect(calm.result.metrics.makespanSeconds).toBeCloseTo(1800, 0);
   });
 
-  it('re-cuts the idle slices of a GPU whose other slices run jobs into one that holds a waiting job, keeping the busy ones', () => {
-    // An A100 cut 7x1g.5gb: three slices run small jobs, four are idle. A medium job (too big for
-    // 1g.5gb) and a second one wait; no whole GPU is free.
-    const model = parseFleet('1xA100-SXM4-40GB').gpus[0]!;
-    const g1 = model.giProfiles.find((p) => p.name === '1g.5gb')!;
-    const medium = resolveWorkload('medium');
-    const spec = (id: string, workload = small): JobSpec => ({ id, workload, gpus: 1, priority: 'foreground', arrival: 0, estimate: null, memoryGiB: null, profile: null });
-    const busy = new Map([[0, 's0'], [1, 's1'], [2, 's2']]);
-    const instances = denseLayout(model, '1g.5gb').map((e) => ({ gpu: 0, profile: g1, start: e.start, size: 1, job: busy.get(e.start) ?? null }));
-    const view: ClusterView = {
-      now: 5000,
-      gpus: [{ id: 0, model, migEnabled: true, instances, wholeGpuJobs: [], sharing: 'exclusive', busyUntil: null }],
-      queue: [spec('m1', medium), spec('m2', medium)],
-      running: new Map([...busy].map(([start, id]) => [id, { spec: spec(id), placement: { kind: 'instance', gpu: 0, start }, started: 4000, done: 0, speed: 1 } as RunningJobView])),
-      history: (id) => ({ attainedGpuSeconds: id.startsWith('s') ? 1000 : 0, preemptions: 0 }),
-    };
-    const ctx = createPolicyContext({ random: () => 0.5, reconfigureSeconds: 10 });
-    const policy = migpoolPolicy();
-    const ds = policy.decide(view, ctx);
-    const cuts = ds.filter((d): d is Extract<Decision, { kind: 'repartition' }> => d.kind === 'repartition');
-    expect(cuts).toHaveLength(1);
-    const layout = cuts[0]!.layout!;
-    // The busy slices stay as they are; one new slice that holds a medium job takes idle ones' place.
-    for (const start of busy.keys()) expect(layout).toContainEqual({ profile: '1g.5gb', start });
-    const added = layout.filter((e) => e.profile !== '1g.5gb');
-    expect(added).toHaveLength(1);
-    expect(ctx.fits(spec('m1', medium), { kind: 'instance', model, profile: added[0]!.profile })).toBe(true);
-    expect(ds.filter((d) => d.kind !== 'repartition')).toEqual([]);
-    // The first medium job waits for that slice, and says so; the GPU is re-cut once per pass.
-    expect(policy.explain!(view, ctx).get('m1')).toMatch(/waiting for a MIG slice being created on GPU 0/);
-  });
-
   it('does not pack a workload that loses on slices (large does not fit 1g.5gb)', () => {
     const r = run('1xA100-SXM4-40GB', Array.from({ length: 3 }, (_, i) => job(`l${i}`, 0, 600, { workload: large })));
     expect(r.log.filter((l) => l.d.kind === 'start-on-instance')).toHaveLength(0);

@@ -190,10 +190,7 @@ function waits(st: JobState, why: WaitReason['kind'], n = -1, free = 0, by: stri
  *   single-GPU job (of any level; MigpoolTuning.packLevel) takes an idle MIG slice that suits it; failing that, one
  *   whose workload packs well (migpool-slices.ts `packs`: seven 1g.5gb slices of an A100 do 3.2x
  *   a whole GPU's work for `small`) has a whole GPU of the pass cut into as many pack slices as
- *   fit, and waits for one. Failing both, idle slices of a GPU whose other slices run jobs are
- *   re-cut into one that suits it, the busy slices kept as they are (SlicePool.recutFor; for a
- *   background job only while no foreground job waits for whole GPUs). MIG GPUs left wholly idle
- *   go back to whole GPUs.
+ *   fit, and waits for one. MIG GPUs left wholly idle go back to whole GPUs.
  * - Promotion: a job on a slice that has crossed the first threshold moves to a whole GPU left
  *   idle by the pass (preempted and started again: it pays the restart).
  * - Preemption limits: a job is not preempted within MIN_RUN_SECONDS of its start (a job ranked
@@ -463,8 +460,6 @@ export function migpoolPolicy(tuning: Partial<MigpoolTuning> = {}): Policy {
       const wholeStarts: JobSpec[] = [];
       const sliceStarts: { job: JobSpec; at: SliceGrant }[] = [];
       const cuts: { job: JobSpec; model: GpuView['model']; profile: string }[] = [];
-      const recuts: { gpu: number; layout: { profile: string; start: number }[] }[] = [];
-      let foregroundWaitsWhole = false;
       let blocker: string | null = null;
 
       const pass = (want: 'foreground' | 'background' | null): void => {
@@ -514,15 +509,6 @@ export function migpoolPolicy(tuning: Partial<MigpoolTuning> = {}): Policy {
                 waits(st, 'slice-pending');
                 continue;
               }
-              // Idle slices of a GPU some jobs still use, re-cut into one that holds it; for a
-              // background job only while no foreground job waits for whole GPUs (a background job
-              // on a slice keeps its GPU cut, and only a single-GPU foreground job takes its slice).
-              const re = blocker === null && (rankOf(id, job) === 'foreground' || !foregroundWaitsWhole) ? slices.recutFor(job) : null;
-              if (re) {
-                recuts.push(re);
-                waits(st, 'slice-pending', re.gpu);
-                continue;
-              }
               if (job.exactProfile === true) {
                 waits(st, 'profile');
                 continue;
@@ -538,7 +524,6 @@ export function migpoolPolicy(tuning: Partial<MigpoolTuning> = {}): Policy {
               continue;
             }
             waits(st, 'whole', job.gpus, free);
-            if (rankOf(id, job) === 'foreground') foregroundWaitsWhole = true;
             // A starving job that does not fit: GPUs drain for it (no whole start behind it).
             if (st.level === 0 && t.drain) blocker = id;
           }
@@ -578,8 +563,6 @@ export function migpoolPolicy(tuning: Partial<MigpoolTuning> = {}): Policy {
         onSlices.add(job.id);
         watch(view, job.id, 1);
       }
-      // Re-cuts after the starts on the same GPUs' other slices, which their layouts keep.
-      for (const { gpu, layout } of recuts) decisions.push({ kind: 'repartition', gpu, layout });
       // MIG GPUs nobody wants now go back to whole GPUs.
       for (const g of idleMigGpus(view)) if (!slices.wanted.has(g.id)) decisions.push({ kind: 'repartition', gpu: g.id, layout: null });
 
