@@ -1031,7 +1031,7 @@ export class PoolServiceImpl implements PoolService {
     } catch (e) {
       this.o.log?.(`policy ${this.o.policy.name} could not explain its queue: ${e instanceof Error ? e.message : String(e)}`);
     }
-    const reasons = explainPending(view, this.ctx, this.o.policy.name, own);
+    const reasons = explainPending(view, this.ctx, this.o.policy.name, own, this.o.policy.recutRule);
     if (this.reconfiguring.size > 0) for (const id of reasons.keys()) if (!own?.has(id)) reasons.set(id, `re-partitioning GPU ${[...this.reconfiguring].join(', ')}`);
     for (const [id, why] of this.gate.held) reasons.set(id, why);
     this.pending = reasons;

@@ -3,6 +3,7 @@ import { resolveGpuModel } from '../mig/catalog/index.js';
 import { resolveWorkload } from '../perf/workloads.js';
 import { createPolicyContext } from './context.js';
 import { explainPending } from './pending.js';
+import { RECUT_RULE } from './policies/migpool.js';
 import type { ClusterView, GpuView, JobSpec, PolicyContext, RunningJobView } from './types.js';
 
 const a100 = resolveGpuModel('A100-SXM4-40GB');
@@ -130,6 +131,11 @@ describe('explainPending', () => {
       expect(explainPending(view, real, 'migpool').get('m')).toBe(
         "waiting for a whole GPU or a larger slice: the idle slices (4x1g.5gb, 1x1g.10gb) are too small for it (it needs 15.5 GiB); GPU 0's idle slices could be re-cut into a 3g.20gb that holds it, which policy migpool has not chosen to do",
       );
+      // A policy that says why it leaves such slices alone (Policy.recutRule) has it said.
+      expect(explainPending(view, real, 'migpool', undefined, RECUT_RULE).get('m')).toBe(
+        `waiting for a whole GPU or a larger slice: the idle slices (4x1g.5gb, 1x1g.10gb) are too small for it (it needs 15.5 GiB); GPU 0's idle slices could be re-cut into a 3g.20gb that holds it, which policy migpool has not chosen to do: ${RECUT_RULE}`,
+      );
+      expect(RECUT_RULE).toMatch(/only once all its slices are idle/);
     });
 
     it("adds what the idle slices are to a policy's own words that leave them out", () => {

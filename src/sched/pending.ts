@@ -22,7 +22,7 @@ import { canEverRun, expectedRemaining, expectedWork, memoryNeed, profileAllows 
  *
  * @param policy the policy's name, for the reasons that are its choice
  */
-export function explainPending(view: ClusterView, ctx: PolicyContext, policy = 'the policy', own?: ReadonlyMap<string, string>): Map<string, string> {
+export function explainPending(view: ClusterView, ctx: PolicyContext, policy = 'the policy', own?: ReadonlyMap<string, string>, recutRule?: string): Map<string, string> {
   const out = new Map<string, string>();
   const settled = (g: GpuView) => g.busyUntil === null || g.busyUntil <= view.now;
   const idleGpus = view.gpus.filter((g) => settled(g) && g.wholeGpuJobs.length === 0 && g.instances.every((i) => i.job === null));
@@ -111,7 +111,7 @@ export function explainPending(view: ClusterView, ctx: PolicyContext, policy = '
       }
     }
     if (best === null) return `no GPU here can be cut into a slice that holds it: it waits for a whole GPU (${inLine})`;
-    if (best.busy.length === 0) return `GPU ${best.g.id}'s idle slices could be re-cut into a ${best.p.name} that holds it, which ${by} has not chosen to do`;
+    if (best.busy.length === 0) return `GPU ${best.g.id}'s idle slices could be re-cut into a ${best.p.name} that holds it, which ${by} has not chosen to do${recutRule === undefined ? '' : `: ${recutRule}`}`;
     const jobs = best.busy.map((i) => i.job as string);
     const fixed = jobs.filter((id) => view.running.get(id)?.spec.preemptible === false);
     const ends = jobs.map((id) => {

@@ -77,6 +77,7 @@ export function withShares(policy: Policy, least: LeastHolding = WHOLE_GPUS): Po
   };
   return {
     name: policy.name,
+    ...(policy.recutRule !== undefined ? { recutRule: policy.recutRule } : {}),
     decide(view, ctx): Decision[] {
       if (!sharesActive(view)) return policy.decide(view, ctx);
       const decisions = policy.decide(shaped(view).view, ctx);

@@ -233,4 +233,10 @@ export interface Policy {
    * explanation of src/sched/pending.ts.
    */
   explain?(view: ClusterView, ctx: PolicyContext): ReadonlyMap<string, string>;
+  /**
+   * Optional: why the policy leaves the idle slices of a GPU whose other slices run jobs as they
+   * are rather than re-cut them into a bigger one (`it re-partitions a MIG GPU only once all its
+   * slices are idle`): the pending reason of a job such a re-cut would hold says it.
+   */
+  readonly recutRule?: string;
 }

@@ -39,6 +39,15 @@ export const MIN_RUN_GROWTH = 1;
  */
 export const BACKGROUND_AGE_SECONDS = 7 * 86_400;
 
+/**
+ * Why migpool leaves idle slices beside busy ones as they are, for pending reasons. Measured: a
+ * rule that re-cut them into a slice for a waiting job (kept busy slices, for background jobs only
+ * while no foreground job waited for whole GPUs) took Alibaba's trace on 8 A100 from 350 h to 576
+ * h average JCT (seed 1, noisy, cost 60 s), though the demo and the synthetic trace gained a little.
+ */
+export const RECUT_RULE =
+  'it cuts only whole GPUs into slices, and re-partitions a MIG GPU only once all its slices are idle (re-cutting idle slices beside busy ones cost more than it gained in simulation)';
+
 /** Preemptions after which a job is never preempted again (issue 17's limit). */
 export const MAX_PREEMPTIONS = 10;
 
@@ -378,6 +387,7 @@ export function migpoolPolicy(tuning: Partial<MigpoolTuning> = {}): Policy {
 
   return {
     name: 'migpool',
+    recutRule: RECUT_RULE,
     decide(view: ClusterView, ctx: PolicyContext): Decision[] {
       demote(view);
       if (view.queue.length === 0) {
