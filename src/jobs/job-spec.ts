@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { plainWords } from '../schema-words.js';
 import { badInput } from '../errors.js';
 
 /**
@@ -135,7 +136,7 @@ export type JobSpecInput = z.output<typeof jobSpecSchema>;
  * `job spec: resources.profile: expected a MIG profile such as 1g.5gb`.
  */
 export function parseJobSpec(value: unknown, where = 'job spec'): JobSpecInput {
-  const r = jobSpecSchema.safeParse(value);
+  const r = jobSpecSchema.safeParse(value, { error: plainWords });
   if (r.success) return r.data;
   const issue = r.error.issues[0]!;
   const path = issue.path.length > 0 ? issue.path.join('.') : '(top level)';

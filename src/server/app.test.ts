@@ -102,6 +102,21 @@ describe('POST /v1/jobs', () => {
     expect(fake.jobs.size).toBe(0);
   });
 
+  it("words schema problems plainly (what was expected, what was sent), not in zod's terms", async () => {
+    const cases: [Record<string, unknown>, string][] = [
+      [{ ...spec, resources: { gpus: 1.5 } }, 'job spec: resources.gpus: expected a whole number, got 1.5'],
+      [{ ...spec, resources: { gpus: -1 } }, 'job spec: resources.gpus: expected a number of at least 1, got -1'],
+      [{ ...spec, priority: 'high' }, "job spec: priority: expected foreground or background, got 'high'"],
+      [{ ...spec, bogus: 1 }, "job spec: (top level): unknown field 'bogus': remove it or check the spelling"],
+    ];
+    for (const [payload, message] of cases) {
+      const res = await app.inject({ method: 'POST', url: '/v1/jobs', headers: auth, payload });
+      expect(res.statusCode).toBe(400);
+      expect(res.json().error.message).toBe(message);
+    }
+    expect(fake.jobs.size).toBe(0);
+  });
+
   it("passes on the service's own BAD_INPUT with its path", async () => {
     const res = await app.inject({ method: 'POST', url: '/v1/jobs', headers: auth, payload: { ...spec, workload: 'nope' } });
     expect(res.statusCode).toBe(400);
