@@ -43,5 +43,13 @@ describe('a re-partition the driver refuses', () => {
     expect(failed?.error).not.toMatch(/apply again|--force/);
     expect(failed?.retryInSeconds).toBeGreaterThan(0);
     expect(machine.listGpus()[0]?.migMode?.current).toBe('disabled');
+    // A job waiting meanwhile hears why the GPU is not cut for it.
+    const job = await service.submit({ name: 'waits', command: ['true'], resources: { profile: '1g.5gb' } });
+    let pending = '';
+    for (let i = 0; i < 200 && !/re-partitioned/.test(pending); i++) {
+      await new Promise((r) => setTimeout(r, 25));
+      pending = (await service.getJob(job.id))?.pending ?? '';
+    }
+    expect(pending).toMatch(/GPU 0 is not re-partitioned for \d+ s more: its last try failed \(.*processes \d+ run on/);
   });
 });

@@ -963,6 +963,22 @@ export class PoolServiceImpl implements PoolService {
     return f ? { failures: f.count, error: f.error, retryAt: f.until } : null;
   }
 
+  /**
+   * The GPUs left as they are after failed re-partitions, in words for pending reasons (`GPU 1 is
+   * not re-partitioned for 40 s more: its last 3 tries failed (apply: GPU 1: processes 4000 run on
+   * ...)`), or '' when none backs off.
+   */
+  private backoffText(): string {
+    const now = this.o.now();
+    const parts: string[] = [];
+    for (const [gpu, f] of this.repartitionFailures) {
+      if (f.until <= now) continue;
+      const cause = f.error.split(';')[0] ?? f.error;
+      parts.push(`GPU ${gpu} is not re-partitioned for ${Math.ceil((f.until - now) / 1000)} s more: its last ${f.count === 1 ? 'try' : `${f.count} tries`} failed (${cause})`);
+    }
+    return parts.join('; ');
+  }
+
   /** Milliseconds until a GPU of the placement may be re-partitioned again, or null when none backs off. */
   private backoffOf(p: JobPlacement): number | null {
     const now = this.o.now();
@@ -1033,6 +1049,9 @@ export class PoolServiceImpl implements PoolService {
     }
     const reasons = explainPending(view, this.ctx, this.o.policy.name, own, this.o.policy.recutRule);
     if (this.reconfiguring.size > 0) for (const id of reasons.keys()) if (!own?.has(id)) reasons.set(id, `re-partitioning GPU ${[...this.reconfiguring].join(', ')}`);
+    // A GPU whose re-partition failed is left as it is for a while: the jobs that wait hear why.
+    const backingOff = this.backoffText();
+    if (backingOff !== '') for (const [id, why] of reasons) reasons.set(id, `${why}; ${backingOff}`);
     for (const [id, why] of this.gate.held) reasons.set(id, why);
     this.pending = reasons;
   }
