@@ -5,7 +5,7 @@ import { parseFleet } from '../../sim/fleet.js';
 import type { SimulationResult, TraceJob } from '../../sim/types.js';
 import { createPolicyContext } from '../context.js';
 import type { ClusterView, Decision, GpuView, JobSpec, Policy, RunningJobView } from '../types.js';
-import { BACKGROUND_AGE_SECONDS, migpoolPolicy, MAX_PREEMPTIONS, MIGPOOL_THRESHOLDS, MIN_RUN_SECONDS, type MigpoolTuning } from './migpool.js';
+import { BACKGROUND_AGE_SECONDS, BIG_TURN_AFTER_SECONDS, migpoolPolicy, MAX_PREEMPTIONS, MIGPOOL_THRESHOLDS, MIN_RUN_SECONDS, type MigpoolTuning } from './migpool.js';
 import { denseLayout, packProfile } from './migpool-slices.js';
 
 const small = resolveWorkload('small');
@@ -165,6 +165,64 @@ describe('migpool policy', () => {
     const guarded = run('4xA100-SXM4-40GB', [...smalls, big], { ageMinSeconds: 6 * 3600 });
     expect(guarded.result.metrics.completed).toBe(121);
     expect(bigEnd(guarded.result)).toBeLessThan(6 * 3600 + 3600 + 3600);
+  });
+
+  it(`gives big jobs turns in the last level: one that waited ${BIG_TURN_AFTER_SECONDS / 3600} h goes ahead of a big running job that came after it`, () => {
+    // Four GPUs (big: at least half, 2), a 3-hour minimum run. J1 (4 GPUs, 48 h) runs into the
+    // last level; J2 (2 GPUs, 100 h) arrives, preempts it from the first level once J1's minimum
+    // run is over, and crosses into the last level within its own minimum run, so it is running
+    // there when the level's running jobs go first.
+    const hour = 3600;
+    const minRun = 3 * hour;
+    const jobs = [job('J1', 0, 48 * hour, { workload: large, gpus: 4 }), job('J2', 2000, 100 * hour, { workload: large, gpus: 2 })];
+    const off = run('4xA100-SXM4-40GB', jobs, { bigTurnShare: Infinity, minRunSeconds: minRun });
+    // Without turns J1 waits until J2 ends.
+    expect(off.result.jcts[0]!).toBeGreaterThan(140 * hour);
+    const on = run('4xA100-SXM4-40GB', jobs, { minRunSeconds: minRun });
+    expect(on.result.metrics.completed).toBe(2);
+    // With them it starts again once it has waited 12 h (J2 preempted), and runs to its end.
+    const j1Restart = startsOf(on.log, 'J1')[1];
+    expect(j1Restart).toBeDefined();
+    const restartAt = on.log.find((l) => l.d === j1Restart)!.t;
+    expect(restartAt).toBeGreaterThanOrEqual(minRun + BIG_TURN_AFTER_SECONDS);
+    expect(restartAt).toBeLessThan(minRun + BIG_TURN_AFTER_SECONDS + 60);
+    expect(on.log.some((l) => l.t === restartAt && l.d.kind === 'preempt' && l.d.job === 'J2')).toBe(true);
+    expect(on.result.jcts[0]!).toBeLessThan(62 * hour);
+    expect(on.result.jcts[1]!).toBeGreaterThan(140 * hour);
+  });
+
+  it('keeps a small running job ahead of a big one whose turn has come', () => {
+    // As above with S (1 GPU, 100 h) for J2: S is not big (1 < 2 GPUs), so J1 waits for it however
+    // long J1 has waited.
+    const hour = 3600;
+    const r = run('4xA100-SXM4-40GB', [job('J1', 0, 48 * hour, { workload: large, gpus: 4 }), job('S', 2000, 100 * hour, { workload: large })], { minRunSeconds: 3 * hour });
+    expect(r.result.metrics.completed).toBe(2);
+    expect(r.log.filter((l) => l.d.kind === 'preempt' && l.d.job === 'S')).toHaveLength(0);
+    expect(r.result.jcts[0]!).toBeGreaterThan(100 * hour);
+  });
+
+  it('does not pack a job at the preemption cap onto a slice: it could never move to a whole GPU again', () => {
+    // Two GPUs; one level boundary at 100 GPU-seconds, a one-minute minimum run and a cap of one
+    // preemption. X (small, packs well) and Y start on whole GPUs; B (2 GPUs, not preemptible)
+    // preempts both (their cap); eight small jobs arrive behind B. When B ends, the small jobs are
+    // packed onto both GPUs' slices and X, at the cap, waits for a whole GPU instead of a slice.
+    const tuning: Partial<MigpoolTuning> = { thresholds: [100], minRunSeconds: 60, maxPreemptions: 1 };
+    const jobs = [
+      job('X', 0, 36_000),
+      job('Y', 0, 36_000, { workload: large }),
+      job('B', 300, 3600, { workload: large, gpus: 2, preemptible: false }),
+      ...Array.from({ length: 8 }, (_, i) => job(`S${i}`, 400, 3600)),
+    ];
+    const capped = run('2xA100-SXM4-40GB', jobs, tuning);
+    expect(capped.result.metrics.completed).toBe(11);
+    expect(capped.log.some((l) => l.d.kind === 'preempt' && l.d.job === 'X')).toBe(true);
+    const xStarts = startsOf(capped.log, 'X');
+    expect(xStarts.length).toBeGreaterThanOrEqual(2);
+    expect(xStarts.every((d) => d.kind === 'start-on-gpus')).toBe(true);
+    expect(capped.log.some((l) => l.d.kind === 'start-on-instance')).toBe(true);
+    // Allowed to, the policy puts it on a slice.
+    const packed = run('2xA100-SXM4-40GB', jobs, { ...tuning, packCapped: true });
+    expect(startsOf(packed.log, 'X').some((d) => d.kind === 'start-on-instance')).toBe(true);
   });
 
   it(`lets a background job that has waited ${BACKGROUND_AGE_SECONDS / 86_400} days rank as a foreground one`, () => {
