@@ -192,6 +192,9 @@ export class PoolServiceImpl implements PoolService {
   /** Progress lines read from running jobs' stdout logs. */
   private readonly progress = new ProgressReader();
   private readingProgress = false;
+  /** Per GPU index: processes the pool did not start on a MIG-off GPU running none of its jobs, as last read (see readForeign). */
+  private foreign: ReadonlyMap<number, readonly number[]> = new Map();
+  private readingForeign = false;
   private explainedAt = -Infinity;
   /** Jobs whose refused preemption was logged already (once per job and reason). */
   private readonly refusalsLogged = new Map<string, string>();
@@ -242,6 +245,8 @@ export class PoolServiceImpl implements PoolService {
       this.specs.set(r.id, this.jobSpecOf(r));
     }
     await this.locked(() => this.recover(open));
+    // Before the first pass: a GPU someone else's processes hold is never handed out, not even once.
+    await this.readForeign();
     await this.event({ type: 'service-started', jobId: null, data: { policy: this.o.policy.name, gpus: this.gpusFound.length, open: open.length } });
     this.timer = setInterval(() => {
       this.sample();
@@ -566,6 +571,7 @@ export class PoolServiceImpl implements PoolService {
         sharing,
         // A re-partition in progress keeps the GPU unavailable, as in the simulator.
         busyUntil: this.reconfiguring.has(g.index) ? now + this.o.reconfigureSeconds : null,
+        ...(this.foreign.has(g.index) ? { foreignPids: this.foreign.get(g.index) } : {}),
       };
     });
     const queue: JobSpec[] = [];
@@ -1005,6 +1011,45 @@ export class PoolServiceImpl implements PoolService {
     else for (const e of entries) this.gpusFound = this.gpusFound.map((g) => (g.index === e.index ? e : g));
   }
 
+  /**
+   * Reads the GPUs' processes and keeps, per MIG-off GPU that runs no job of the pool, the ones on
+   * it: someone else's, which keep whole-GPU jobs off it (sched/policies/common.ts foreignPidsOf).
+   * A GPU that ran a job of the pool just before or just after the read is the pool's (a job
+   * starting or ending meanwhile). Asks for a pass when they changed, so that the jobs waiting
+   * for a GPU they freed start; a failed read keeps the last answer.
+   */
+  private async readForeign(): Promise<void> {
+    if (this.readingForeign || this.stopped) return;
+    this.readingForeign = true;
+    try {
+      const before = this.occupants().whole;
+      const processes = await this.o.gpu.listProcesses();
+      const after = this.occupants().whole;
+      const migOff = new Set(this.gpusFound.filter((g) => g.current.migMode.current !== 'enabled').map((g) => g.index));
+      const next = new Map<number, number[]>();
+      for (const p of processes) {
+        if (!migOff.has(p.gpu) || before.has(p.gpu) || after.has(p.gpu)) continue;
+        const pids = next.get(p.gpu);
+        if (pids) pids.push(p.pid);
+        else next.set(p.gpu, [p.pid]);
+      }
+      let changed = next.size !== this.foreign.size;
+      for (const [gpu, pids] of next) {
+        if (pids.join(',') === this.foreign.get(gpu)?.join(',')) continue;
+        changed = true;
+        this.o.log?.(`GPU ${gpu}: process${pids.length === 1 ? '' : 'es'} ${pids.join(', ')} that migpool did not start run${pids.length === 1 ? 's' : ''} on it; no whole-GPU job starts there until ${pids.length === 1 ? 'it ends' : 'they end'}`);
+      }
+      for (const gpu of this.foreign.keys()) if (!next.has(gpu)) this.o.log?.(`GPU ${gpu}: the processes migpool did not start have ended; it takes whole-GPU jobs again`);
+      if (!changed) return;
+      this.foreign = next;
+      this.schedule();
+    } catch (e) {
+      this.o.log?.(`reading the GPUs' processes failed (${e instanceof Error ? e.message.split('\n')[0] : String(e)}); keeping the last answer`);
+    } finally {
+      this.readingForeign = false;
+    }
+  }
+
   /** Who holds what: jobs on instances (`gpu|start`) and whole-GPU jobs, from the placements. */
   private occupants(): { instances: Map<string, string>; whole: Map<number, string[]>; sharing: Map<number, 'exclusive' | 'timeslice' | 'mps'> } {
     const instances = new Map<string, string>();
@@ -1091,6 +1136,7 @@ export class PoolServiceImpl implements PoolService {
 
   private sample(): void {
     void this.readProgress().then(() => this.multiplexTick());
+    void this.readForeign();
     const occupants = this.occupants();
     let busy = 0;
     let all = 0;

@@ -2,7 +2,7 @@ import type { GiProfile, GpuModel } from '../mig/types.js';
 import type { ClusterView, GpuView, InstanceView, JobSpec, PolicyContext } from './types.js';
 import { memoryOf } from './context.js';
 import { durationText } from './duration-text.js';
-import { canEverRun, expectedRemaining, expectedWork, memoryNeed, profileAllows } from './policies/common.js';
+import { canEverRun, expectedRemaining, expectedWork, foreignPidsOf, foreignText, memoryNeed, profileAllows } from './policies/common.js';
 
 /**
  * Why each queued job waits, in words, from the view alone (no policy's private reasoning): the
@@ -25,7 +25,8 @@ import { canEverRun, expectedRemaining, expectedWork, memoryNeed, profileAllows 
 export function explainPending(view: ClusterView, ctx: PolicyContext, policy = 'the policy', own?: ReadonlyMap<string, string>, recutRule?: string): Map<string, string> {
   const out = new Map<string, string>();
   const settled = (g: GpuView) => g.busyUntil === null || g.busyUntil <= view.now;
-  const idleGpus = view.gpus.filter((g) => settled(g) && g.wholeGpuJobs.length === 0 && g.instances.every((i) => i.job === null));
+  const idleGpus = view.gpus.filter((g) => settled(g) && g.wholeGpuJobs.length === 0 && g.instances.every((i) => i.job === null) && foreignPidsOf(g).length === 0);
+  const foreignGpus = view.gpus.filter((g) => foreignPidsOf(g).length > 0);
   const changing = view.gpus.filter((g) => !settled(g)).map((g) => g.id);
   const holders = new Map<string, string[]>();
   for (const g of view.gpus) for (const i of g.instances) if (i.job !== null) holders.set(i.profile.name, [...(holders.get(i.profile.name) ?? []), i.job]);
@@ -40,11 +41,18 @@ export function explainPending(view: ClusterView, ctx: PolicyContext, policy = '
     let ok = runnable.get(key);
     if (ok === undefined) runnable.set(key, (ok = canEverRun(view, ctx, job)));
     const mine = own?.get(job.id);
-    out.set(job.id, mine === undefined ? reason(job, ok, job.priority === 'foreground' ? foregroundAhead : ahead) : withIdle(job, mine));
+    out.set(job.id, withForeign(job, mine === undefined ? reason(job, ok, job.priority === 'foreground' ? foregroundAhead : ahead) : withIdle(job, mine)));
     if (job.priority === 'foreground') foregroundAhead++;
     ahead++;
   }
   return out;
+
+  /** The words with the GPUs that would hold the job whole but run processes migpool did not start. */
+  function withForeign(job: JobSpec, words: string): string {
+    if (foreignGpus.length === 0 || (job.profile !== null && job.exactProfile === true)) return words;
+    const held = foreignGpus.filter((g) => ctx.fits(job, { kind: 'whole', model: g.model }));
+    return held.length === 0 ? words : `${words}; ${held.map(foreignText).join('; ')}: it starts no job there until they end`;
+  }
 
   function reason(job: JobSpec, fits: boolean, before: number): string {
     const inLine = aheadInLine(before);

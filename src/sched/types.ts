@@ -104,6 +104,12 @@ export interface GpuView {
   readonly sharing: 'exclusive' | 'timeslice' | 'mps';
   /** Until when a re-partition keeps the GPU's changing instances unavailable (null: none). */
   readonly busyUntil: number | null;
+  /**
+   * Process ids on the GPU that are not the pool's jobs' (someone ran them outside migpool): the
+   * service reads them from the GPU (on a MIG-off GPU where it runs no job); the simulator has
+   * none; absent: none. A GPU with any gets no whole-GPU job (see `foreignPidsOf`).
+   */
+  readonly foreignPids?: readonly number[];
 }
 
 /** A running job. */

@@ -10,7 +10,7 @@ import { NO_HISTORY, type ClusterView, type GpuView, type InstanceView, type Job
  */
 export interface ClusterIndex {
   /**
-   * MIG-off GPUs that are not being re-partitioned and hold exactly `jobs` whole-GPU jobs shared
+   * MIG-off GPUs without foreign processes that are not being re-partitioned and hold exactly `jobs` whole-GPU jobs shared
    * by `sharing` (ignored, and 'exclusive' assumed, when `jobs` is 0: idle GPUs).
    */
   wholeGpus(jobs: number, sharing: GpuView['sharing']): ReadonlySet<GpuView>;
@@ -51,13 +51,29 @@ export function isInstanceUsable(gpu: GpuView, inst: InstanceView, now: number):
   return readyAt !== undefined ? readyAt <= now : isSettled(gpu, now);
 }
 
-/** MIG-off GPUs, settled, with exactly `jobs` whole-GPU jobs shared by `sharing` (0: idle GPUs). */
+/**
+ * The processes on a GPU that are not the pool's jobs' (empty: none). The one rule for both
+ * clocks: a GPU that has any is given to no whole-GPU job (the decision check refuses it, the
+ * whole-GPU helpers here leave it out, pending reasons name it) until they end.
+ */
+export function foreignPidsOf(gpu: GpuView): readonly number[] {
+  return gpu.foreignPids ?? NONE;
+}
+const NONE: readonly number[] = [];
+
+/** A GPU's foreign processes in words, for decision checks and pending reasons (`GPU 1 runs processes 4000, 4001 that migpool did not start`). */
+export function foreignText(gpu: GpuView): string {
+  const pids = foreignPidsOf(gpu);
+  return `GPU ${gpu.id} runs process${pids.length === 1 ? '' : 'es'} ${pids.join(', ')} that migpool did not start`;
+}
+
+/** MIG-off GPUs, settled, with exactly `jobs` whole-GPU jobs shared by `sharing` (0: idle GPUs); never one with foreign processes. */
 export function wholeGpusWith(view: ClusterView, jobs: number, sharing: GpuView['sharing'] = 'exclusive'): ReadonlySet<GpuView> {
   const index = indexOf(view);
   if (index) return index.wholeGpus(jobs, sharing);
   const out = new Set<GpuView>();
   for (const g of view.gpus) {
-    if (g.migEnabled || !isSettled(g, view.now) || g.wholeGpuJobs.length !== jobs) continue;
+    if (g.migEnabled || !isSettled(g, view.now) || g.wholeGpuJobs.length !== jobs || foreignPidsOf(g).length > 0) continue;
     if (jobs > 0 && g.sharing !== sharing) continue;
     out.add(g);
   }
