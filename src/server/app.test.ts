@@ -569,6 +569,37 @@ describe('users', () => {
     expect((await as('root-token', 'POST', '/v1/jobs/1/cancel')).json()).toMatchObject({ state: 'cancelled', owner: 'alice' });
   });
 
+  it("shows a user the GPUs with their own jobs' ids and other users' jobs only as occupied; admins see every id", async () => {
+    fake.addGpu('NVIDIA A100-SXM4-40GB', 7, []); // GPU 2, MIG off
+    for (const token of ['alice-token', 'bob-token', 'bob-token', 'alice-token']) await as(token, 'POST', '/v1/jobs', spec);
+    fake.startJob('1', 0, 2); // alice's on a 1g.5gb slice
+    fake.startJob('2', 0, 4); // bob's on a 3g.20gb slice
+    fake.startJob('3', 2, null); // bob's and alice's sharing GPU 2 whole
+    fake.startJob('4', 2, null);
+    type Gpus = { gpus: { instances: { profile: string; job: string | null; busy: boolean }[]; wholeGpuJobs: string[]; wholeGpuOtherJobs: number }[] };
+    const seen = async (token: string) => (await as(token, 'GET', '/v1/gpus')).json<Gpus>().gpus;
+    const alice = await seen('alice-token');
+    expect(alice[0]!.instances.map((i) => [i.profile, i.job, i.busy])).toEqual([
+      ['2g.10gb', null, false],
+      ['1g.5gb', '1', true],
+      ['3g.20gb', null, true],
+    ]);
+    expect(alice[2]).toMatchObject({ wholeGpuJobs: ['4'], wholeGpuOtherJobs: 1 });
+    const bob = await seen('bob-token');
+    expect(bob[0]!.instances.map((i) => [i.job, i.busy])).toEqual([
+      [null, false],
+      [null, true],
+      ['2', true],
+    ]);
+    expect(bob[2]).toMatchObject({ wholeGpuJobs: ['3'], wholeGpuOtherJobs: 1 });
+    // Nothing of the other user's jobs leaks: no id, no owner.
+    const body = (await as('bob-token', 'GET', '/v1/gpus')).body;
+    expect(body).not.toMatch(/"(1|4)"|alice/);
+    const root = await seen('root-token');
+    expect(root[0]!.instances.map((i) => i.job)).toEqual([null, '1', '2']);
+    expect(root[2]).toMatchObject({ wholeGpuJobs: ['3', '4'], wholeGpuOtherJobs: 0 });
+  });
+
   it('lets admins list one user with ?user=; users always get their own', async () => {
     await as('alice-token', 'POST', '/v1/jobs', spec);
     await as('bob-token', 'POST', '/v1/jobs', spec);
