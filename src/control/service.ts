@@ -1211,7 +1211,8 @@ export class PoolServiceImpl implements PoolService {
     }
     const gpus = spec.resources.gpus ?? 1;
     if (this.gpusFound.length > 0 && gpus > this.gpusFound.length) {
-      throw badInput(`${where}: resources.gpus: ${gpus} GPUs asked but this machine has ${this.gpusFound.length}`, { path: 'resources.gpus' });
+      const have = this.gpusFound.length;
+      throw badInput(`${where}: resources.gpus: ${gpus} is more GPUs than this machine has (${have}); ask for ${have === 1 ? '1' : `${have} or fewer`}`, { path: 'resources.gpus' });
     }
   }
 

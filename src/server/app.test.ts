@@ -106,6 +106,10 @@ describe('POST /v1/jobs', () => {
     const cases: [Record<string, unknown>, string][] = [
       [{ ...spec, resources: { gpus: 1.5 } }, 'job spec: resources.gpus: expected a whole number, got 1.5'],
       [{ ...spec, resources: { gpus: -1 } }, 'job spec: resources.gpus: expected a number of at least 1, got -1'],
+      // The real limit and its reason, not zod's safe-integer bound (9007199254740991).
+      [{ ...spec, resources: { gpus: 1e308 } }, 'job spec: resources.gpus: 1e+308 is more GPUs than a job may ask for (at most 64 per job); ask for 64 or fewer'],
+      [{ ...spec, resources: { gpus: 65 } }, 'job spec: resources.gpus: 65 is more GPUs than a job may ask for (at most 64 per job); ask for 64 or fewer'],
+      [{ ...spec, retries: 1e308 }, 'job spec: retries: expected a number of at most 10, got 1e+308'],
       [{ ...spec, priority: 'high' }, "job spec: priority: expected foreground or background, got 'high'"],
       [{ ...spec, bogus: 1 }, "job spec: (top level): unknown field 'bogus': remove it or check the spelling"],
     ];
