@@ -78,4 +78,52 @@ describe('a GPU running processes migpool did not start', () => {
       return p.includes('did not start') ? null : p;
     });
   });
+
+  it('gives a MIG slice running a process migpool did not start to no job until it ends', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'migpool-foreign-'));
+    const machine = SimulatedMachine.create(parseSimulateSpec('1xA100-SXM4-40GB'), 1, '1xA100-SXM4-40GB');
+    const store = await openSqliteStore(join(dir, 'migpool.db'));
+    await store.init();
+    const logs: string[] = [];
+    const service = new PoolServiceImpl({
+      store,
+      executor: createLocalExecutor({ pollMs: 50, graceSeconds: 1 }),
+      gpu: new SimulatedGpuPort(machine),
+      policy: parsePolicy('static:7x1g.5gb'),
+      dataDir: dir,
+      tickMs: 50,
+      log: (l) => logs.push(l),
+    });
+    cleanup.push(async () => {
+      for (const j of await service.listJobs()) await service.cancel(j.id);
+      await service.stop();
+      await store.close();
+      rmSync(dir, { recursive: true, force: true });
+    });
+    await service.start();
+    await until('seven 1g.5gb slices', async () => (machine.listComputeInstances(0).length === 7 ? true : null));
+    const gi = machine.listGpuInstances(0).find((g) => g.start === 0)!;
+    const ci = machine.listComputeInstances(0).find((c) => c.gpuInstanceId === gi.id)!;
+    const pid = machine.attachProcess(0, { gpuInstanceId: gi.id, computeInstanceId: ci.id, name: 'someone-elses.py' });
+    await until('the process seen', async () => (logs.some((l) => l.includes(`GPU 0 instance at 0: process ${pid} that migpool did not start runs on it`)) ? true : null));
+    const jobs: JobRecord[] = [];
+    for (let i = 0; i < 7; i++) jobs.push(await service.submit({ name: `slice-${i}`, command: ['sleep', '30'], resources: { profile: '1g.5gb' } }));
+    await until('six jobs running', async () => ((await service.listJobs({ states: ['running'] })).length === 6 ? true : null));
+    await sleep(300);
+    const running = await service.listJobs({ states: ['running'] });
+    expect(running).toHaveLength(6);
+    expect(running.map((j) => (j.placement?.kind === 'instance' ? j.placement.start : -1)).sort()).toEqual([1, 2, 3, 4, 5, 6]);
+    const last = jobs[6]!.id;
+    const waiting = await until('a pending reason naming the slice', async () => {
+      const p = (await service.getJob(last))?.pending ?? '';
+      return p.includes(String(pid)) ? p : null;
+    });
+    expect(waiting).toContain(`GPU 0's 1g.5gb at 0 runs process ${pid} that migpool did not start: it starts no job there until they end`);
+    machine.detachProcess(pid);
+    const started = await until('the last job running', async () => {
+      const r = await service.getJob(last);
+      return r?.state === 'running' ? r : null;
+    });
+    expect(started.placement).toMatchObject({ kind: 'instance', start: 0 });
+  });
 });

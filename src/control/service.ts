@@ -192,8 +192,11 @@ export class PoolServiceImpl implements PoolService {
   /** Progress lines read from running jobs' stdout logs. */
   private readonly progress = new ProgressReader();
   private readingProgress = false;
-  /** Per GPU index: processes the pool did not start on a MIG-off GPU running none of its jobs, as last read (see readForeign). */
-  private foreign: ReadonlyMap<number, readonly number[]> = new Map();
+  /**
+   * Processes the pool did not start, as last read (see readForeign): by GPU index on a MIG-off
+   * GPU running none of its jobs, by `gpu|start` on a MIG instance running none.
+   */
+  private foreign: ReadonlyMap<number | string, readonly number[]> = new Map();
   private readingForeign = false;
   private explainedAt = -Infinity;
   /** Jobs whose refused preemption was logged already (once per job and reason). */
@@ -566,7 +569,11 @@ export class PoolServiceImpl implements PoolService {
         id,
         model: g.model,
         migEnabled: g.current.migMode.current === 'enabled',
-        instances: g.current.instances.map((i) => ({ gpu: id, profile: i.profile, start: i.start, size: i.size, job: occupants.instances.get(`${g.index}|${i.start}`) ?? null })),
+        instances: g.current.instances.map((i) => {
+          const key = `${g.index}|${i.start}`;
+          const foreignPids = this.foreign.size > 0 ? this.foreign.get(key) : undefined;
+          return { gpu: id, profile: i.profile, start: i.start, size: i.size, job: occupants.instances.get(key) ?? null, ...(foreignPids ? { foreignPids } : {}) };
+        }),
         wholeGpuJobs: whole,
         sharing,
         // A re-partition in progress keeps the GPU unavailable, as in the simulator.
@@ -1012,34 +1019,47 @@ export class PoolServiceImpl implements PoolService {
   }
 
   /**
-   * Reads the GPUs' processes and keeps, per MIG-off GPU that runs no job of the pool, the ones on
-   * it: someone else's, which keep whole-GPU jobs off it (sched/policies/common.ts foreignPidsOf).
-   * A GPU that ran a job of the pool just before or just after the read is the pool's (a job
-   * starting or ending meanwhile). Asks for a pass when they changed, so that the jobs waiting
-   * for a GPU they freed start; a failed read keeps the last answer.
+   * Reads the GPUs' processes and keeps those on a MIG-off GPU, or on a MIG instance, that runs no
+   * job of the pool: someone else's, which keep jobs off it (sched/policies/common.ts
+   * foreignPidsOf). A GPU or instance that ran a job of the pool just before or just after the
+   * read is the pool's (a job starting or ending meanwhile). Asks for a pass when they changed,
+   * so that the jobs waiting for what they freed start; a failed read keeps the last answer.
    */
   private async readForeign(): Promise<void> {
     if (this.readingForeign || this.stopped) return;
     this.readingForeign = true;
     try {
-      const before = this.occupants().whole;
+      const before = this.occupants();
       const processes = await this.o.gpu.listProcesses();
-      const after = this.occupants().whole;
-      const migOff = new Set(this.gpusFound.filter((g) => g.current.migMode.current !== 'enabled').map((g) => g.index));
-      const next = new Map<number, number[]>();
+      const after = this.occupants();
+      const byIndex = new Map(this.gpusFound.map((g) => [g.index, g]));
+      const next = new Map<number | string, number[]>();
       for (const p of processes) {
-        if (!migOff.has(p.gpu) || before.has(p.gpu) || after.has(p.gpu)) continue;
-        const pids = next.get(p.gpu);
+        const g = byIndex.get(p.gpu);
+        if (!g) continue;
+        let key: number | string;
+        if (g.current.migMode.current !== 'enabled') {
+          if (before.whole.has(p.gpu) || after.whole.has(p.gpu)) continue;
+          key = p.gpu;
+        } else {
+          const inst = p.gpuInstanceId === null ? undefined : [...g.giIds].find(([, id]) => id === p.gpuInstanceId);
+          if (!inst) continue;
+          key = `${p.gpu}|${inst[0]}`;
+          if (before.instances.has(key) || after.instances.has(key)) continue;
+        }
+        const pids = next.get(key);
         if (pids) pids.push(p.pid);
-        else next.set(p.gpu, [p.pid]);
+        else next.set(key, [p.pid]);
       }
+      const where = (key: number | string) => (typeof key === 'number' ? `GPU ${key}` : `GPU ${key.split('|')[0]} instance at ${key.split('|')[1]}`);
       let changed = next.size !== this.foreign.size;
-      for (const [gpu, pids] of next) {
-        if (pids.join(',') === this.foreign.get(gpu)?.join(',')) continue;
+      for (const [key, pids] of next) {
+        if (pids.join(',') === this.foreign.get(key)?.join(',')) continue;
         changed = true;
-        this.o.log?.(`GPU ${gpu}: process${pids.length === 1 ? '' : 'es'} ${pids.join(', ')} that migpool did not start run${pids.length === 1 ? 's' : ''} on it; no whole-GPU job starts there until ${pids.length === 1 ? 'it ends' : 'they end'}`);
+        const one = pids.length === 1;
+        this.o.log?.(`${where(key)}: process${one ? '' : 'es'} ${pids.join(', ')} that migpool did not start run${one ? 's' : ''} on it; no job starts there until ${one ? 'it ends' : 'they end'}`);
       }
-      for (const gpu of this.foreign.keys()) if (!next.has(gpu)) this.o.log?.(`GPU ${gpu}: the processes migpool did not start have ended; it takes whole-GPU jobs again`);
+      for (const key of this.foreign.keys()) if (!next.has(key)) this.o.log?.(`${where(key)}: the processes migpool did not start have ended; it takes jobs again`);
       if (!changed) return;
       this.foreign = next;
       this.schedule();

@@ -52,6 +52,7 @@ export function checkDecision(view: ClusterView, d: Decision, lookup: CheckLooku
       const inst = g.instances.find((i) => i.start === d.start);
       if (!inst) return `${what}: GPU ${d.gpu} has no instance starting at ${d.start}`;
       if (inst.job !== null) return `${what}: the instance runs job '${inst.job}'`;
+      if (foreignPidsOf(inst).length > 0) return `${what}: ${foreignText(inst)}`;
       if (!isInstanceUsable(g, inst, view.now)) {
         const readyAt = (inst as { readonly readyAt?: number }).readyAt ?? g.busyUntil;
         return `${what}: the instance is being created${readyAt === null || readyAt === undefined ? '' : ` until t=${readyAt}s`}`;
