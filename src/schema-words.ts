@@ -50,6 +50,25 @@ function boundWords(issue: { origin: string; inclusive?: boolean }, bound: numbe
   }
 }
 
+/**
+ * A bound that says why, for a schema's own message where plainWords would give only the number:
+ * `.max(64, { error: overLimit('GPUs', 'a job may ask for (at most 64 per job)', 'ask for 64 or fewer') })`
+ * says `1e+308 is more GPUs than a job may ask for (at most 64 per job); ask for 64 or fewer`.
+ */
+export function overLimit(what: string, limit: string, fix: string): (issue: { readonly input?: unknown }) => string {
+  return (issue) => `${shown(issue.input)} is more ${what} than ${limit}; ${fix}`;
+}
+
+/**
+ * zod's own bound on whole numbers (`.int()`): the safe integers, ±(2^53 - 1), the largest whole
+ * numbers a JavaScript (and JSON) number holds exactly (ECMAScript's Number.MAX_SAFE_INTEGER). A
+ * field with a smaller bound of its own says that one; this one is worded for fields without.
+ */
+function safeIntegerWords(side: 'least' | 'most', got: unknown): string {
+  const bound = side === 'most' ? Number.MAX_SAFE_INTEGER : Number.MIN_SAFE_INTEGER;
+  return `expected a whole number of at ${side} ${bound} (a whole number beyond it is not held exactly), got ${shown(got)}`;
+}
+
 /** The zod error map that words an issue plainly (see the module comment); undefined leaves zod's. */
 export const plainWords: z.core.$ZodErrorMap = (issue) => {
   const got = 'input' in issue ? issue.input : undefined;
@@ -58,8 +77,10 @@ export const plainWords: z.core.$ZodErrorMap = (issue) => {
       if (got === undefined) return `missing: give ${kindWords(issue.expected)}`;
       return `expected ${kindWords(issue.expected)}, got ${shown(got)}`;
     case 'too_small':
+      if (issue.origin === 'int' && issue.minimum === Number.MIN_SAFE_INTEGER) return safeIntegerWords('least', got);
       return `expected ${boundWords(issue, issue.minimum, 'least')}, got ${shown(got)}`;
     case 'too_big':
+      if (issue.origin === 'int' && issue.maximum === Number.MAX_SAFE_INTEGER) return safeIntegerWords('most', got);
       return `expected ${boundWords(issue, issue.maximum, 'most')}, got ${shown(got)}`;
     case 'invalid_value':
       return `expected ${issue.values.map((v) => String(v)).join(' or ')}, got ${shown(got)}`;
@@ -69,6 +90,24 @@ export const plainWords: z.core.$ZodErrorMap = (issue) => {
       return undefined;
   }
 };
+
+/**
+ * The issue to tell a user of a failed parse: the first, except that zod's safe-integer bound on a
+ * whole number (`.int()`, checked beside the field's own bounds) yields to another issue of the
+ * same field, so that `retries: 1e308` hears the field's limit (10), not 9007199254740991.
+ */
+export function firstIssue<T extends { readonly code: string; readonly path: readonly PropertyKey[]; readonly origin?: string }>(issues: readonly T[]): T | undefined {
+  const safeBound = (i: T) => (i.code === 'too_big' || i.code === 'too_small') && i.origin === 'int' && isSafeBound(i);
+  const first = issues[0];
+  if (first === undefined || !safeBound(first)) return first;
+  const same = (i: T) => i.path.length === first.path.length && i.path.every((k, n) => k === first.path[n]);
+  return issues.find((i) => i !== first && same(i) && !safeBound(i)) ?? first;
+}
+
+function isSafeBound(issue: object): boolean {
+  const bound = (issue as { maximum?: unknown; minimum?: unknown }).maximum ?? (issue as { minimum?: unknown }).minimum;
+  return bound === Number.MAX_SAFE_INTEGER || bound === Number.MIN_SAFE_INTEGER;
+}
 
 /** A field path as a user writes it: `points[2].iterationMs`; `the file` when empty. */
 export function fieldPath(path: readonly PropertyKey[], whole = 'the file'): string {

@@ -103,6 +103,31 @@ describe.skipIf(!haveChromium)('dashboard in chromium', () => {
     await page.close();
   });
 
+  it("draws another user's jobs as busy slices without their names or ids", async () => {
+    const BOB = 'b'.repeat(64);
+    const bobs = await buildServer({ service: fake, callers: async (t) => (t === BOB ? { name: 'bob', admin: false } : null), processMetrics: false });
+    const bobUrl = await bobs.listen({ host: '127.0.0.1', port: 0 });
+    try {
+      const page = await context.newPage();
+      await page.goto(`${bobUrl}/?token=${BOB}`);
+      await page.waitForSelector('body[data-loaded]');
+      const slices = (gpu: number) =>
+        page.locator(`.gpu[data-gpu="${gpu}"] .slice`).evaluateAll((nodes) => nodes.map((n) => [n.className, n.querySelector('.profile')!.textContent, n.querySelector('.job')!.textContent, n.getAttribute('data-job')]));
+      expect(await slices(0)).toEqual([
+        ['slice idle', '2g.10gb', 'idle', null],
+        ['slice idle', '1g.5gb', 'idle', null],
+        ['slice free', '1 slice', 'free', null],
+        ['slice busy', '3g.20gb', "another user's job", null],
+      ]);
+      expect(await slices(1)).toEqual([['slice busy', 'whole GPU', "another user's job", null]]);
+      expect(await page.content()).not.toMatch(/resnet50-imagenet|bert-large/);
+      await page.close();
+    } finally {
+      bobs.server.closeAllConnections();
+      await bobs.close();
+    }
+  });
+
   it('lists the queue and the jobs, and shows charts', async () => {
     const page = await open();
     expect(await page.locator('#queue li').evaluateAll((nodes) => nodes.map((n) => n.querySelector('.qname')!.textContent))).toEqual(['cifar-small', 'vit-tiny', 'gpt2-finetune']);

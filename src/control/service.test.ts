@@ -512,6 +512,7 @@ describe('the live service', () => {
     await expect(service.submit({ name: 'x', command: ['echo', 'a\0b'] })).rejects.toThrow(/command\.1: contains a NUL byte/);
     await expect(service.submit({ name: 'x', command: ['true'], env: { BIG: 'x'.repeat(900_000) } })).rejects.toThrow(/env\.BIG: is 900000 bytes/);
     await expect(service.submit({ name: 'x', command: ['true'], resources: { memory: '100GiB' } })).rejects.toThrow(/resources\.memory: 100 GiB is more than any GPU here holds/);
+    await expect(service.submit({ name: 'x', command: ['true'], resources: { gpus: 3 } })).rejects.toThrow('job spec: resources.gpus: 3 is more GPUs than this machine has (1); ask for 1');
     await expect(service.submit({ name: 'x', command: ['true'], maxRuntime: '400d' })).rejects.toThrow(/maxRuntime: at most 366 days/);
     await expect(service.submit({ name: 'x', command: [''] })).rejects.toThrow(/command\.0: is empty/);
     await expect(service.submit({ name: 'x', command: ['true'], workdir: '../../etc' })).rejects.toThrow(/workdir: '\.\.\/\.\.\/etc' is relative/);

@@ -192,6 +192,12 @@ export class PoolServiceImpl implements PoolService {
   /** Progress lines read from running jobs' stdout logs. */
   private readonly progress = new ProgressReader();
   private readingProgress = false;
+  /**
+   * Processes the pool did not start, as last read (see readForeign): by GPU index on a MIG-off
+   * GPU running none of its jobs, by `gpu|start` on a MIG instance running none.
+   */
+  private foreign: ReadonlyMap<number | string, readonly number[]> = new Map();
+  private readingForeign = false;
   private explainedAt = -Infinity;
   /** Jobs whose refused preemption was logged already (once per job and reason). */
   private readonly refusalsLogged = new Map<string, string>();
@@ -242,6 +248,8 @@ export class PoolServiceImpl implements PoolService {
       this.specs.set(r.id, this.jobSpecOf(r));
     }
     await this.locked(() => this.recover(open));
+    // Before the first pass: a GPU someone else's processes hold is never handed out, not even once.
+    await this.readForeign();
     await this.event({ type: 'service-started', jobId: null, data: { policy: this.o.policy.name, gpus: this.gpusFound.length, open: open.length } });
     this.timer = setInterval(() => {
       this.sample();
@@ -561,11 +569,16 @@ export class PoolServiceImpl implements PoolService {
         id,
         model: g.model,
         migEnabled: g.current.migMode.current === 'enabled',
-        instances: g.current.instances.map((i) => ({ gpu: id, profile: i.profile, start: i.start, size: i.size, job: occupants.instances.get(`${g.index}|${i.start}`) ?? null })),
+        instances: g.current.instances.map((i) => {
+          const key = `${g.index}|${i.start}`;
+          const foreignPids = this.foreign.size > 0 ? this.foreign.get(key) : undefined;
+          return { gpu: id, profile: i.profile, start: i.start, size: i.size, job: occupants.instances.get(key) ?? null, ...(foreignPids ? { foreignPids } : {}) };
+        }),
         wholeGpuJobs: whole,
         sharing,
         // A re-partition in progress keeps the GPU unavailable, as in the simulator.
         busyUntil: this.reconfiguring.has(g.index) ? now + this.o.reconfigureSeconds : null,
+        ...(this.foreign.has(g.index) ? { foreignPids: this.foreign.get(g.index) } : {}),
       };
     });
     const queue: JobSpec[] = [];
@@ -1005,6 +1018,58 @@ export class PoolServiceImpl implements PoolService {
     else for (const e of entries) this.gpusFound = this.gpusFound.map((g) => (g.index === e.index ? e : g));
   }
 
+  /**
+   * Reads the GPUs' processes and keeps those on a MIG-off GPU, or on a MIG instance, that runs no
+   * job of the pool: someone else's, which keep jobs off it (sched/policies/common.ts
+   * foreignPidsOf). A GPU or instance that ran a job of the pool just before or just after the
+   * read is the pool's (a job starting or ending meanwhile). Asks for a pass when they changed,
+   * so that the jobs waiting for what they freed start; a failed read keeps the last answer.
+   */
+  private async readForeign(): Promise<void> {
+    if (this.readingForeign || this.stopped) return;
+    this.readingForeign = true;
+    try {
+      const before = this.occupants();
+      const processes = await this.o.gpu.listProcesses();
+      const after = this.occupants();
+      const byIndex = new Map(this.gpusFound.map((g) => [g.index, g]));
+      const next = new Map<number | string, number[]>();
+      for (const p of processes) {
+        const g = byIndex.get(p.gpu);
+        if (!g) continue;
+        let key: number | string;
+        if (g.current.migMode.current !== 'enabled') {
+          if (before.whole.has(p.gpu) || after.whole.has(p.gpu)) continue;
+          key = p.gpu;
+        } else {
+          const inst = p.gpuInstanceId === null ? undefined : [...g.giIds].find(([, id]) => id === p.gpuInstanceId);
+          if (!inst) continue;
+          key = `${p.gpu}|${inst[0]}`;
+          if (before.instances.has(key) || after.instances.has(key)) continue;
+        }
+        const pids = next.get(key);
+        if (pids) pids.push(p.pid);
+        else next.set(key, [p.pid]);
+      }
+      const where = (key: number | string) => (typeof key === 'number' ? `GPU ${key}` : `GPU ${key.split('|')[0]} instance at ${key.split('|')[1]}`);
+      let changed = next.size !== this.foreign.size;
+      for (const [key, pids] of next) {
+        if (pids.join(',') === this.foreign.get(key)?.join(',')) continue;
+        changed = true;
+        const one = pids.length === 1;
+        this.o.log?.(`${where(key)}: process${one ? '' : 'es'} ${pids.join(', ')} that migpool did not start run${one ? 's' : ''} on it; no job starts there until ${one ? 'it ends' : 'they end'}`);
+      }
+      for (const key of this.foreign.keys()) if (!next.has(key)) this.o.log?.(`${where(key)}: the processes migpool did not start have ended; it takes jobs again`);
+      if (!changed) return;
+      this.foreign = next;
+      this.schedule();
+    } catch (e) {
+      this.o.log?.(`reading the GPUs' processes failed (${e instanceof Error ? e.message.split('\n')[0] : String(e)}); keeping the last answer`);
+    } finally {
+      this.readingForeign = false;
+    }
+  }
+
   /** Who holds what: jobs on instances (`gpu|start`) and whole-GPU jobs, from the placements. */
   private occupants(): { instances: Map<string, string>; whole: Map<number, string[]>; sharing: Map<number, 'exclusive' | 'timeslice' | 'mps'> } {
     const instances = new Map<string, string>();
@@ -1091,6 +1156,7 @@ export class PoolServiceImpl implements PoolService {
 
   private sample(): void {
     void this.readProgress().then(() => this.multiplexTick());
+    void this.readForeign();
     const occupants = this.occupants();
     let busy = 0;
     let all = 0;
@@ -1165,7 +1231,8 @@ export class PoolServiceImpl implements PoolService {
     }
     const gpus = spec.resources.gpus ?? 1;
     if (this.gpusFound.length > 0 && gpus > this.gpusFound.length) {
-      throw badInput(`${where}: resources.gpus: ${gpus} GPUs asked but this machine has ${this.gpusFound.length}`, { path: 'resources.gpus' });
+      const have = this.gpusFound.length;
+      throw badInput(`${where}: resources.gpus: ${gpus} is more GPUs than this machine has (${have}); ask for ${have === 1 ? '1' : `${have} or fewer`}`, { path: 'resources.gpus' });
     }
   }
 

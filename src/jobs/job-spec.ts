@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { plainWords } from '../schema-words.js';
+import { firstIssue, overLimit, plainWords } from '../schema-words.js';
 import { badInput } from '../errors.js';
 
 /**
@@ -58,6 +58,14 @@ export const MAX_KILL_GRACE_SECONDS = 3600;
 /** Default `killGracePeriod`: 60 s from SIGTERM to SIGKILL, the issue's contract (time to write a checkpoint). */
 export const DEFAULT_KILL_GRACE_SECONDS = 60;
 
+/**
+ * Most whole GPUs one job may ask for: migpool's own bound (a choice made with the schema, not a
+ * hardware fact), as many as the largest machine one entry of a simulated spec holds
+ * (gpu/simulated/spec.ts). It catches slips such as 1e308 before anything else; the service then
+ * holds a job to the GPUs it has (control/service.ts checkSpec).
+ */
+export const MAX_JOB_GPUS = 64;
+
 const resourcesSchema = z
   .strictObject({
     /**
@@ -66,7 +74,12 @@ const resourcesSchema = z
      */
     profile: z.union([profileName, z.strictObject({ atLeast: profileName })]).optional(),
     memory: memorySchema.optional(),
-    gpus: z.number().int().min(1).max(64).optional(),
+    gpus: z
+      .number()
+      .int()
+      .min(1)
+      .max(MAX_JOB_GPUS, { error: overLimit('GPUs', `a job may ask for (at most ${MAX_JOB_GPUS} per job)`, `ask for ${MAX_JOB_GPUS} or fewer`) })
+      .optional(),
   })
   .refine((r) => [r.profile, r.memory, r.gpus].filter((v) => v !== undefined).length === 1, 'give exactly one of profile, memory or gpus');
 
@@ -138,7 +151,7 @@ export type JobSpecInput = z.output<typeof jobSpecSchema>;
 export function parseJobSpec(value: unknown, where = 'job spec'): JobSpecInput {
   const r = jobSpecSchema.safeParse(value, { error: plainWords });
   if (r.success) return r.data;
-  const issue = r.error.issues[0]!;
+  const issue = firstIssue(r.error.issues)!;
   const path = issue.path.length > 0 ? issue.path.join('.') : '(top level)';
   throw badInput(`${where}: ${path}: ${issue.message}`, { path, issues: r.error.issues.map((i) => ({ path: i.path.join('.'), message: i.message })) });
 }

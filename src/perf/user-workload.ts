@@ -1,7 +1,7 @@
 import { isMap, isSeq, LineCounter, parseDocument, stringify } from 'yaml';
 import { z } from 'zod';
 import { badInput } from '../errors.js';
-import { fieldPath, plainWords } from '../schema-words.js';
+import { fieldPath, firstIssue, plainWords } from '../schema-words.js';
 import { resolveGpuModel } from '../mig/catalog/index.js';
 import { DEFAULT_MEMORY_BOUND_SHARE } from './calibrated.js';
 import { fitCurve, type CurvePoint } from './fit.js';
@@ -121,7 +121,7 @@ export function parseWorkloadYaml(text: string, file: string): Workload {
   }
   const parsed = SCHEMA.safeParse(doc.toJS(), { error: plainWords });
   if (!parsed.success) {
-    const issue = parsed.error.issues[0];
+    const issue = firstIssue(parsed.error.issues);
     const path = issue?.path ?? [];
     const line = lineOf(path) ?? 1;
     throw badInput(`${file}:${line}: ${fieldPath(path)}: ${issue?.message ?? 'invalid'}; a workload file is what 'migpool bench --out' writes`);

@@ -1,7 +1,7 @@
 import { countingViolation } from '../mig/geometry.js';
 import type { GiProfile } from '../mig/types.js';
 import { fitsMemory, memoryOf, profileOf, unknownMemoryAllowed } from './context.js';
-import { isInstanceUsable, isSettled, profileAllows } from './policies/common.js';
+import { foreignPidsOf, foreignText, isInstanceUsable, isSettled, profileAllows } from './policies/common.js';
 import { quotaProblem } from './shares.js';
 import { NO_HISTORY, type ClusterView, type Decision, type GpuView, type JobHistory, type JobSpec } from './types.js';
 
@@ -52,6 +52,7 @@ export function checkDecision(view: ClusterView, d: Decision, lookup: CheckLooku
       const inst = g.instances.find((i) => i.start === d.start);
       if (!inst) return `${what}: GPU ${d.gpu} has no instance starting at ${d.start}`;
       if (inst.job !== null) return `${what}: the instance runs job '${inst.job}'`;
+      if (foreignPidsOf(inst).length > 0) return `${what}: ${foreignText(inst)}`;
       if (!isInstanceUsable(g, inst, view.now)) {
         const readyAt = (inst as { readonly readyAt?: number }).readyAt ?? g.busyUntil;
         return `${what}: the instance is being created${readyAt === null || readyAt === undefined ? '' : ` until t=${readyAt}s`}`;
@@ -79,6 +80,7 @@ export function checkDecision(view: ClusterView, d: Decision, lookup: CheckLooku
         if (!g) return `${what}: no GPU ${id} (the view has ${view.gpus.length})`;
         if (g.migEnabled) return `${what}: GPU ${id} has MIG on`;
         if (!isSettled(g, view.now)) return `${what}: GPU ${id} is being re-partitioned until t=${g.busyUntil}s`;
+        if (foreignPidsOf(g).length > 0) return `${what}: ${foreignText(g)}`;
         const n = g.wholeGpuJobs.length;
         if (n > 0 && (d.sharing === 'exclusive' || g.sharing !== d.sharing)) return `${what}: GPU ${id} already runs ${g.wholeGpuJobs.join(', ')} (${g.sharing})`;
         const need = memoryOf(job);

@@ -2,7 +2,9 @@ import { describe, expect, it } from 'vitest';
 import { resolveGpuModel } from '../mig/catalog/index.js';
 import { resolveWorkload } from '../perf/workloads.js';
 import { createPolicyContext } from './context.js';
+import { checkDecision, queueLookup } from './check.js';
 import { explainPending } from './pending.js';
+import { idleInstancesOf, wholeGpusWith } from './policies/common.js';
 import { RECUT_RULE } from './policies/migpool.js';
 import type { ClusterView, GpuView, JobSpec, PolicyContext, RunningJobView } from './types.js';
 
@@ -68,6 +70,34 @@ describe('explainPending', () => {
     const idle = explainPending({ now: 0, gpus: [g(0, null), g(1, null)], queue: [job('two', { gpus: 2 }), job('bg', { priority: 'background' })], running: new Map() }, ctx, 'migpool');
     expect(idle.get('two')).toBe('waiting for 2 whole GPUs (2 idle): policy migpool did not start it in the last pass');
     expect(idle.get('bg')).toBe('behind 1 job of higher priority: idle 2 whole GPUs would hold it, but policy migpool serves those first');
+  });
+
+  it('names a GPU that processes migpool did not start keep from whole-GPU jobs, and does not count it idle', () => {
+    const g = (id: number, foreignPids?: number[]): GpuView => ({ id, model: a100, migEnabled: false, instances: [], wholeGpuJobs: [], sharing: 'exclusive', busyUntil: null, ...(foreignPids ? { foreignPids } : {}) });
+    const view: ClusterView = { now: 0, gpus: [g(0), g(1, [4000, 4001])], queue: [job('two', { gpus: 2 }), job('slice', { profile: '1g.5gb', exactProfile: true })], running: new Map() };
+    const r = explainPending(view, ctx);
+    expect(r.get('two')).toBe('waiting for 2 whole GPUs (1 idle); GPU 1 runs processes 4000, 4001 that migpool did not start: it starts no job there until they end');
+    // A job that never runs on a whole GPU is not told of it.
+    expect(r.get('slice')).not.toContain('4000');
+    // And the decision check, shared by both clocks, refuses the GPU.
+    expect(checkDecision(view, { kind: 'start-on-gpus', job: 'two', gpus: [0, 1], sharing: 'exclusive' }, queueLookup(view))).toBe(
+      "start job 'two' on GPUs 0,1 (exclusive): GPU 1 runs processes 4000, 4001 that migpool did not start",
+    );
+    expect(checkDecision(view, { kind: 'start-on-gpus', job: 'two', gpus: [0, 1], sharing: 'timeslice' }, queueLookup(view))).toMatch(/GPU 1 runs processes 4000, 4001/);
+    expect([...wholeGpusWith(view, 0)].map((x) => x.id)).toEqual([0]);
+  });
+
+  it('names a MIG slice that a process migpool did not start holds, and refuses it in the decision check', () => {
+    const gpu = cut(0, ['r1', null, 'r3', 'r4', 'r5', 'r6', 'r7']);
+    const held: GpuView = { ...gpu, instances: gpu.instances.map((i) => (i.start === 1 ? { ...i, foreignPids: [4002] } : i)) };
+    const view: ClusterView = { now: 0, gpus: [held], queue: [job('slice', { profile: '1g.5gb', exactProfile: true })], running: new Map() };
+    const r = explainPending(view, ctx);
+    expect(r.get('slice')).toMatch(/; GPU 0's 1g\.5gb at 1 runs process 4002 that migpool did not start: it starts no job there until they end$/);
+    expect(r.get('slice')).not.toMatch(/idle 1x1g/);
+    expect(checkDecision(view, { kind: 'start-on-instance', job: 'slice', gpu: 0, start: 1 }, queueLookup(view))).toBe(
+      "start job 'slice' on GPU 0 instance at 1: GPU 0's 1g.5gb at 1 runs process 4002 that migpool did not start",
+    );
+    expect(idleInstancesOf(view, a100.name, '1g.5gb').map((set) => set.size)).toEqual([0, 0]);
   });
 
   // The live demo (issue 17): queued ResNet-50/ImageNet-64 jobs (15.5 GiB) beside idle 1g.5gb and

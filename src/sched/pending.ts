@@ -2,7 +2,7 @@ import type { GiProfile, GpuModel } from '../mig/types.js';
 import type { ClusterView, GpuView, InstanceView, JobSpec, PolicyContext } from './types.js';
 import { memoryOf } from './context.js';
 import { durationText } from './duration-text.js';
-import { canEverRun, expectedRemaining, expectedWork, memoryNeed, profileAllows } from './policies/common.js';
+import { canEverRun, expectedRemaining, expectedWork, foreignPidsOf, foreignText, memoryNeed, profileAllows } from './policies/common.js';
 
 /**
  * Why each queued job waits, in words, from the view alone (no policy's private reasoning): the
@@ -25,11 +25,13 @@ import { canEverRun, expectedRemaining, expectedWork, memoryNeed, profileAllows 
 export function explainPending(view: ClusterView, ctx: PolicyContext, policy = 'the policy', own?: ReadonlyMap<string, string>, recutRule?: string): Map<string, string> {
   const out = new Map<string, string>();
   const settled = (g: GpuView) => g.busyUntil === null || g.busyUntil <= view.now;
-  const idleGpus = view.gpus.filter((g) => settled(g) && g.wholeGpuJobs.length === 0 && g.instances.every((i) => i.job === null));
+  const idleGpus = view.gpus.filter((g) => settled(g) && g.wholeGpuJobs.length === 0 && foreignPidsOf(g).length === 0 && g.instances.every((i) => i.job === null && foreignPidsOf(i).length === 0));
+  const foreignGpus = view.gpus.filter((g) => foreignPidsOf(g).length > 0);
   const changing = view.gpus.filter((g) => !settled(g)).map((g) => g.id);
   const holders = new Map<string, string[]>();
   for (const g of view.gpus) for (const i of g.instances) if (i.job !== null) holders.set(i.profile.name, [...(holders.get(i.profile.name) ?? []), i.job]);
-  const idleSlices = view.gpus.filter(settled).flatMap((g) => g.instances.filter((i) => i.job === null).map((i) => ({ g, i })));
+  const idleSlices = view.gpus.filter(settled).flatMap((g) => g.instances.filter((i) => i.job === null && foreignPidsOf(i).length === 0).map((i) => ({ g, i })));
+  const foreignSlices = view.gpus.flatMap((g) => g.instances.filter((i) => foreignPidsOf(i).length > 0).map((i) => ({ g, i })));
   const foregroundQueued = view.queue.filter((j) => j.priority === 'foreground').length;
   const by = policy === 'the policy' ? policy : `policy ${policy}`;
   let foregroundAhead = 0;
@@ -40,11 +42,22 @@ export function explainPending(view: ClusterView, ctx: PolicyContext, policy = '
     let ok = runnable.get(key);
     if (ok === undefined) runnable.set(key, (ok = canEverRun(view, ctx, job)));
     const mine = own?.get(job.id);
-    out.set(job.id, mine === undefined ? reason(job, ok, job.priority === 'foreground' ? foregroundAhead : ahead) : withIdle(job, mine));
+    out.set(job.id, withForeign(job, mine === undefined ? reason(job, ok, job.priority === 'foreground' ? foregroundAhead : ahead) : withIdle(job, mine)));
     if (job.priority === 'foreground') foregroundAhead++;
     ahead++;
   }
   return out;
+
+  /** The words with the GPUs and slices that would hold the job but run processes migpool did not start. */
+  function withForeign(job: JobSpec, words: string): string {
+    if (foreignGpus.length === 0 && foreignSlices.length === 0) return words;
+    const whole = job.profile !== null && job.exactProfile === true ? [] : foreignGpus.filter((g) => ctx.fits(job, { kind: 'whole', model: g.model }));
+    // A job of unknown memory that named no profile is put on no slice (see reason()): no slice holds it.
+    const onSlices = job.gpus === 1 && !(memoryOf(job) === null && job.profile === null);
+    const slices = onSlices ? foreignSlices.filter(({ g, i }) => suits(job, g.model, i.profile)).map(({ i }) => i) : [];
+    const held = [...whole, ...slices];
+    return held.length === 0 ? words : `${words}; ${held.map(foreignText).join('; ')}: it starts no job there until they end`;
+  }
 
   function reason(job: JobSpec, fits: boolean, before: number): string {
     const inLine = aheadInLine(before);

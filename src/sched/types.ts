@@ -89,6 +89,11 @@ export interface InstanceView {
   readonly size: number;
   /** The job running on it, or null when idle. */
   readonly job: string | null;
+  /**
+   * Process ids on the instance that are not the pool's jobs' (the service reads them; the
+   * simulator has none; absent: none). An instance with any takes no job (see `foreignPidsOf`).
+   */
+  readonly foreignPids?: readonly number[];
 }
 
 /** One GPU. */
@@ -104,6 +109,13 @@ export interface GpuView {
   readonly sharing: 'exclusive' | 'timeslice' | 'mps';
   /** Until when a re-partition keeps the GPU's changing instances unavailable (null: none). */
   readonly busyUntil: number | null;
+  /**
+   * Process ids on the GPU that are not the pool's jobs' (someone ran them outside migpool): the
+   * service reads them from the GPU (on a MIG-off GPU where it runs no job; on a MIG GPU, see
+   * InstanceView.foreignPids); the simulator has none; absent: none. A GPU with any gets no
+   * whole-GPU job (see `foreignPidsOf`).
+   */
+  readonly foreignPids?: readonly number[];
 }
 
 /** A running job. */

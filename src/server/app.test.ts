@@ -106,6 +106,10 @@ describe('POST /v1/jobs', () => {
     const cases: [Record<string, unknown>, string][] = [
       [{ ...spec, resources: { gpus: 1.5 } }, 'job spec: resources.gpus: expected a whole number, got 1.5'],
       [{ ...spec, resources: { gpus: -1 } }, 'job spec: resources.gpus: expected a number of at least 1, got -1'],
+      // The real limit and its reason, not zod's safe-integer bound (9007199254740991).
+      [{ ...spec, resources: { gpus: 1e308 } }, 'job spec: resources.gpus: 1e+308 is more GPUs than a job may ask for (at most 64 per job); ask for 64 or fewer'],
+      [{ ...spec, resources: { gpus: 65 } }, 'job spec: resources.gpus: 65 is more GPUs than a job may ask for (at most 64 per job); ask for 64 or fewer'],
+      [{ ...spec, retries: 1e308 }, 'job spec: retries: expected a number of at most 10, got 1e+308'],
       [{ ...spec, priority: 'high' }, "job spec: priority: expected foreground or background, got 'high'"],
       [{ ...spec, bogus: 1 }, "job spec: (top level): unknown field 'bogus': remove it or check the spelling"],
     ];
@@ -567,6 +571,37 @@ describe('users', () => {
     expect((await as('alice-token', 'GET', '/v1/jobs/1/logs')).json<{ text: string }>().text).toBe('alice log line\n');
     expect((await as('root-token', 'GET', '/v1/jobs/1/logs')).json<{ text: string }>().text).toBe('alice log line\n');
     expect((await as('root-token', 'POST', '/v1/jobs/1/cancel')).json()).toMatchObject({ state: 'cancelled', owner: 'alice' });
+  });
+
+  it("shows a user the GPUs with their own jobs' ids and other users' jobs only as occupied; admins see every id", async () => {
+    fake.addGpu('NVIDIA A100-SXM4-40GB', 7, []); // GPU 2, MIG off
+    for (const token of ['alice-token', 'bob-token', 'bob-token', 'alice-token']) await as(token, 'POST', '/v1/jobs', spec);
+    fake.startJob('1', 0, 2); // alice's on a 1g.5gb slice
+    fake.startJob('2', 0, 4); // bob's on a 3g.20gb slice
+    fake.startJob('3', 2, null); // bob's and alice's sharing GPU 2 whole
+    fake.startJob('4', 2, null);
+    type Gpus = { gpus: { instances: { profile: string; job: string | null; busy: boolean }[]; wholeGpuJobs: string[]; wholeGpuOtherJobs: number }[] };
+    const seen = async (token: string) => (await as(token, 'GET', '/v1/gpus')).json<Gpus>().gpus;
+    const alice = await seen('alice-token');
+    expect(alice[0]!.instances.map((i) => [i.profile, i.job, i.busy])).toEqual([
+      ['2g.10gb', null, false],
+      ['1g.5gb', '1', true],
+      ['3g.20gb', null, true],
+    ]);
+    expect(alice[2]).toMatchObject({ wholeGpuJobs: ['4'], wholeGpuOtherJobs: 1 });
+    const bob = await seen('bob-token');
+    expect(bob[0]!.instances.map((i) => [i.job, i.busy])).toEqual([
+      [null, false],
+      [null, true],
+      ['2', true],
+    ]);
+    expect(bob[2]).toMatchObject({ wholeGpuJobs: ['3'], wholeGpuOtherJobs: 1 });
+    // Nothing of the other user's jobs leaks: no id, no owner.
+    const body = (await as('bob-token', 'GET', '/v1/gpus')).body;
+    expect(body).not.toMatch(/"(1|4)"|alice/);
+    const root = await seen('root-token');
+    expect(root[0]!.instances.map((i) => i.job)).toEqual([null, '1', '2']);
+    expect(root[2]).toMatchObject({ wholeGpuJobs: ['3', '4'], wholeGpuOtherJobs: 0 });
   });
 
   it('lets admins list one user with ?user=; users always get their own', async () => {

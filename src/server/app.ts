@@ -13,6 +13,7 @@ import { DASHBOARD_CSS } from './dashboard-style.js';
 import { DASHBOARD_HTML } from './dashboard-page.js';
 import { DASHBOARD_SCRIPT } from './dashboard-script.js';
 import { streamEvents } from './event-stream.js';
+import { visibleGpus } from './visible-gpus.js';
 import { createMetrics } from './metrics.js';
 import { openApiDocument } from './openapi.js';
 import { submitOptionsOf } from './idempotency.js';
@@ -357,7 +358,8 @@ export async function buildServer(opts: ServerOptions): Promise<FastifyInstance>
 
   app.get('/v1/whoami', { schema: { response: { 200: callerSchema, ...errorResponses } } }, async (request) => callerOf(request));
 
-  app.get('/v1/gpus', { schema: { response: { 200: gpuListSchema, ...errorResponses } } }, async () => ({ gpus: await service.gpus() }));
+  // The pool's GPUs, with the ids of the jobs the caller may see (other users' jobs only as occupied).
+  app.get('/v1/gpus', { schema: { response: { 200: gpuListSchema, ...errorResponses } } }, async (request) => ({ gpus: await visibleGpus(service, callerOf(request), await service.gpus()) }));
   app.get('/v1/stats', { schema: { response: { 200: statsSchema, ...errorResponses } } }, async () => service.stats());
 
   app.get<{ Querystring: { after?: number } }>('/v1/events', { schema: { querystring: eventQuerySchema } }, (request, reply) => {

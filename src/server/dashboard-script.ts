@@ -153,6 +153,7 @@ export const DASHBOARD_SCRIPT = String.raw`
     }
     return node;
   }
+  var OTHERS = "another user's job";
   function renderGpus() {
     var root = clear($('gpus'));
     if (!state.gpus.length) { root.appendChild(el('p', { className: 'empty', text: 'no GPUs' })); return; }
@@ -171,15 +172,23 @@ export const DASHBOARD_SCRIPT = String.raw`
           var gap = Math.min(inst.start - cursor, left);
           if (gap > 0) { bar.appendChild(freeBlock(gap)); left -= gap; }
           cursor = Math.max(cursor, inst.start + inst.size);
-          var busy = inst.job != null;
-          bar.appendChild(sliceBlock(busy ? 'busy' : 'idle', profileSlices(inst.profile, inst.size), inst.profile, busy ? jobLabel(inst.job) : 'idle', busy ? inst.job : null,
-            inst.profile + ' at placement ' + inst.start + (inst.uuid ? '\n' + inst.uuid : '') + (busy ? '\njob ' + inst.job + ': ' + jobLabel(inst.job) : '\nidle')));
+          var where = inst.profile + ' at placement ' + inst.start + (inst.uuid ? '\n' + inst.uuid : '');
+          if (inst.job != null) {
+            bar.appendChild(sliceBlock('busy', profileSlices(inst.profile, inst.size), inst.profile, jobLabel(inst.job), inst.job, where + '\njob ' + inst.job + ': ' + jobLabel(inst.job)));
+          } else if (inst.busy) {
+            // Another user's job: occupied, its id not ours to see.
+            bar.appendChild(sliceBlock('busy', profileSlices(inst.profile, inst.size), inst.profile, OTHERS, null, where + '\n' + OTHERS));
+          } else {
+            bar.appendChild(sliceBlock('idle', profileSlices(inst.profile, inst.size), inst.profile, 'idle', null, where + '\nidle'));
+          }
         });
         if (left > 0) bar.appendChild(freeBlock(left));
-      } else if (g.wholeGpuJobs.length) {
+      } else if (g.wholeGpuJobs.length || g.wholeGpuOtherJobs) {
+        var shared = g.wholeGpuJobs.length + (g.wholeGpuOtherJobs || 0) > 1 ? 'whole GPU, shared' : 'whole GPU';
         g.wholeGpuJobs.forEach(function (id) {
-          bar.appendChild(sliceBlock('busy', 1, g.wholeGpuJobs.length > 1 ? 'whole GPU, shared' : 'whole GPU', jobLabel(id), id, 'job ' + id + ' on the whole GPU'));
+          bar.appendChild(sliceBlock('busy', 1, shared, jobLabel(id), id, 'job ' + id + ' on the whole GPU'));
         });
+        for (var k = 0; k < (g.wholeGpuOtherJobs || 0); k++) bar.appendChild(sliceBlock('busy', 1, shared, OTHERS, null, OTHERS + ' on the whole GPU'));
       } else {
         bar.appendChild(sliceBlock('idle', 1, 'whole GPU', 'idle', null, 'MIG off, no job'));
       }

@@ -177,7 +177,10 @@ export const logChunkSchema: JsonSchema = {
   },
 };
 
-/** One GPU with its MIG instances (or whole-GPU jobs) and the job on each. */
+/**
+ * One GPU with its MIG instances (or whole-GPU jobs) and the job on each: its id where the caller
+ * may see the job (theirs, or any for an admin), else only that one is there.
+ */
 export const gpuSnapshotSchema: JsonSchema = {
   type: 'object',
   required: ['index', 'name', 'uuid', 'migEnabled', 'slices', 'instances', 'wholeGpuJobs', 'reconfiguring'],
@@ -197,12 +200,14 @@ export const gpuSnapshotSchema: JsonSchema = {
           start: { type: 'integer' },
           size: { type: 'integer' },
           uuid: { type: ['string', 'null'] },
-          job: { type: ['string', 'null'], description: 'id of the job on this instance' },
+          job: { type: ['string', 'null'], description: "id of the job on this instance; null when idle, or when the job is another user's (then busy is true)" },
+          busy: { type: 'boolean', description: "a job holds the instance, the caller's or another user's" },
           gpuInstanceId: { type: ['integer', 'null'], description: "the GPU instance's NVML ID (nvidia-smi's GI ID, dcgm-exporter's GPU_I_ID)" },
         },
       },
     },
-    wholeGpuJobs: { type: 'array', items: { type: 'string' } },
+    wholeGpuJobs: { type: 'array', items: { type: 'string' }, description: 'ids of the jobs on the whole GPU (MIG off) that the caller may see' },
+    wholeGpuOtherJobs: { type: 'integer', description: "other users' jobs on the whole GPU, counted (their ids are theirs to see; 0 for an admin)" },
     reconfiguring: { type: 'boolean' },
     repartitionFailure: {
       anyOf: [

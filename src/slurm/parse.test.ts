@@ -115,6 +115,11 @@ describe('slurm plan', () => {
   it('refuses a bad site file in one line naming the field', () => {
     expect(() => parseSiteFile('nodes:\n  vm: {gpu: A100-SXM4-40GB}\n', 'nodes.yaml')).toThrow(/nodes\.yaml: nodes\.vm\.count/);
     expect(() => parseSiteFile('nodes:\n  vm: {gpu: Z9, count: 1}\n', 'nodes.yaml')).toThrow(/nodes\.vm\.gpu/);
+    // The real limit and the fix, in plain words (zod said 'Too big: expected number to be <=64').
+    expect(() => parseSiteFile('nodes:\n  vm: {gpu: A100-SXM4-40GB, count: 1e308}\n', 'nodes.yaml')).toThrow(
+      "nodes.yaml: nodes.vm.count: 1e+308 is more GPUs than a node here holds (at most 64 per node); give the node's GPU count, as `nvidia-smi -L` lists them; see README's Slurm section for the format",
+    );
+    expect(() => parseSiteFile('nodes:\n  vm: {gpu: A100-SXM4-40GB, count: 0}\n', 'nodes.yaml')).toThrow('nodes.vm.count: expected a number of at least 1, got 0');
     // Types named by profile are dropped by AutoDetect=nvml: only with explicit File= devices.
     expect(() => parseSiteFile('defaults: {gresTypes: profile}\nnodes:\n  vm: {gpu: A100-SXM4-80GB, count: 1}\n', 'nodes.yaml', {})).toThrow(/gresTypes: profile names types such as 3g\.40gb.*use gresTypes: nvml/);
     expect(parseSiteFile('defaults: {gresTypes: profile, devices: "/dev/nvidia{n}"}\nnodes:\n  vm: {gpu: A100-SXM4-80GB, count: 1}\n', 'nodes.yaml', {})[0]!.gresTypes).toBe('profile');

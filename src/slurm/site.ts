@@ -24,6 +24,7 @@ import { readFileSync } from 'node:fs';
 import YAML from 'yaml';
 import { z } from 'zod';
 import { badInput } from '../errors.js';
+import { firstIssue, overLimit, plainWords } from '../schema-words.js';
 import { resolveGpuModel } from '../mig/catalog/index.js';
 import type { GpuModel } from '../mig/types.js';
 import type { SlurmVersion } from '../partition/slurm-gres-type.js';
@@ -60,7 +61,18 @@ const settings = z
   })
   .strict()
   .partial();
-const nodeSchema = settings.extend({ gpu: z.string().min(1), count: z.number().int().min(1).max(64) }).strict();
+/**
+ * Most GPUs a node of the site file may list: migpool's own bound, not Slurm's nor the hardware's
+ * (a slip such as 800 for 8 is caught), the same as one entry of a simulated machine
+ * (gpu/simulated/spec.ts MAX_PER_ENTRY).
+ */
+const MAX_NODE_GPUS = 64;
+const nodeCount = z
+  .number()
+  .int()
+  .min(1)
+  .max(MAX_NODE_GPUS, { error: overLimit('GPUs', `a node here holds (at most ${MAX_NODE_GPUS} per node)`, "give the node's GPU count, as `nvidia-smi -L` lists them") });
+const nodeSchema = settings.extend({ gpu: z.string().min(1), count: nodeCount }).strict();
 const fileSchema = z.object({ defaults: settings.optional(), nodes: z.record(z.string(), nodeSchema) }).strict();
 
 const DEFAULTS = {
@@ -83,9 +95,9 @@ export function parseSiteFile(text: string, where: string, env: NodeJS.ProcessEn
   } catch (e) {
     throw badInput(`${where}: not YAML (${(e as Error).message.split('\n')[0]}); see README's Slurm section for the format`);
   }
-  const parsed = fileSchema.safeParse(doc);
+  const parsed = fileSchema.safeParse(doc, { error: plainWords });
   if (!parsed.success) {
-    const issue = parsed.error.issues[0]!;
+    const issue = firstIssue(parsed.error.issues)!;
     throw badInput(`${where}: ${issue.path.join('.') || 'the file'}: ${issue.message}; see README's Slurm section for the format`);
   }
   const defaults = { ...DEFAULTS, ...parsed.data.defaults };

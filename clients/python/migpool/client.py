@@ -152,7 +152,7 @@ class Client:
     # ---- the pool
 
     def gpus(self) -> List[Dict[str, Any]]:
-        """Every GPU with its MIG instances and the job on each."""
+        """Every GPU with its MIG instances and the job on each (another user's job: ``job`` None, ``busy`` True)."""
         return self._call("listGpus")["gpus"]
 
     def stats(self) -> Dict[str, Any]:

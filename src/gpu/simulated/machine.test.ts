@@ -54,7 +54,10 @@ describe('simulated GPU: spec', () => {
   it('reads counts and names, and keeps the product name asked for', () => {
     const kinds = parseSimulateSpec('2xA30, 1xA100-PCIE-40GB');
     expect(kinds.map((k) => k.productName)).toEqual(['NVIDIA A30', 'NVIDIA A30', 'NVIDIA A100-PCIE-40GB']);
-    expect(() => parseSimulateSpec('0xA30')).toThrow(/count must be 1 to 64/);
+    expect(() => parseSimulateSpec('0xA30')).toThrow(/--simulate '0xA30': the count must be 1 or more, as in 8xA100-SXM4-40GB/);
+    expect(() => parseSimulateSpec('65xA30')).toThrow("--simulate '65xA30': 65 is more GPUs than one entry of a machine spec holds (at most 64 per entry); split it into entries, as in 64xA30,1xA30");
+    // What the message suggests parses.
+    expect(parseSimulateSpec('64xA30,1xA30')).toHaveLength(65);
     expect(() => parseSimulateSpec('2xV100')).toThrow(/--simulate '2xV100': unknown GPU 'V100'/);
     expect(() => parseSimulateSpec('')).toThrow(/empty --simulate spec/);
   });

@@ -10,7 +10,7 @@ import { NO_HISTORY, type ClusterView, type GpuView, type InstanceView, type Job
  */
 export interface ClusterIndex {
   /**
-   * MIG-off GPUs that are not being re-partitioned and hold exactly `jobs` whole-GPU jobs shared
+   * MIG-off GPUs without foreign processes that are not being re-partitioned and hold exactly `jobs` whole-GPU jobs shared
    * by `sharing` (ignored, and 'exclusive' assumed, when `jobs` is 0: idle GPUs).
    */
   wholeGpus(jobs: number, sharing: GpuView['sharing']): ReadonlySet<GpuView>;
@@ -41,23 +41,44 @@ export function isSettled(gpu: GpuView, now: number): boolean {
 }
 
 /**
- * Whether a job may start on an instance now: idle, and not created by a re-partition still in
+ * Whether a job may start on an instance now: idle (no job, no foreign process), and not created by a re-partition still in
  * progress. Instances carry an optional `readyAt` (the simulator sets it); without it, every idle
  * instance of a GPU being re-partitioned counts as unavailable.
  */
 export function isInstanceUsable(gpu: GpuView, inst: InstanceView, now: number): boolean {
-  if (inst.job !== null) return false;
+  if (inst.job !== null || foreignPidsOf(inst).length > 0) return false;
   const readyAt = (inst as { readonly readyAt?: number }).readyAt;
   return readyAt !== undefined ? readyAt <= now : isSettled(gpu, now);
 }
 
-/** MIG-off GPUs, settled, with exactly `jobs` whole-GPU jobs shared by `sharing` (0: idle GPUs). */
+/**
+ * The processes on a GPU or a MIG instance that are not the pool's jobs' (empty: none). The one
+ * rule for both clocks: a GPU that has any is given to no whole-GPU job, an instance that has any
+ * to no job (the decision check refuses them, the helpers here leave them out, pending reasons
+ * name them) until they end.
+ */
+export function foreignPidsOf(where: GpuView | InstanceView): readonly number[] {
+  return where.foreignPids ?? NONE;
+}
+const NONE: readonly number[] = [];
+
+/**
+ * Foreign processes in words, for decision checks and pending reasons: `GPU 1 runs processes
+ * 4000, 4001 that migpool did not start`, `GPU 0's 1g.5gb at 3 runs process 4002 that ...`.
+ */
+export function foreignText(where: GpuView | InstanceView): string {
+  const pids = foreignPidsOf(where);
+  const place = 'profile' in where ? `GPU ${where.gpu}'s ${where.profile.name} at ${where.start}` : `GPU ${where.id}`;
+  return `${place} runs process${pids.length === 1 ? '' : 'es'} ${pids.join(', ')} that migpool did not start`;
+}
+
+/** MIG-off GPUs, settled, with exactly `jobs` whole-GPU jobs shared by `sharing` (0: idle GPUs); never one with foreign processes. */
 export function wholeGpusWith(view: ClusterView, jobs: number, sharing: GpuView['sharing'] = 'exclusive'): ReadonlySet<GpuView> {
   const index = indexOf(view);
   if (index) return index.wholeGpus(jobs, sharing);
   const out = new Set<GpuView>();
   for (const g of view.gpus) {
-    if (g.migEnabled || !isSettled(g, view.now) || g.wholeGpuJobs.length !== jobs) continue;
+    if (g.migEnabled || !isSettled(g, view.now) || g.wholeGpuJobs.length !== jobs || foreignPidsOf(g).length > 0) continue;
     if (jobs > 0 && g.sharing !== sharing) continue;
     out.add(g);
   }

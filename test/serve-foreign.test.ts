@@ -1,0 +1,73 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runMigpool, startServe, type ServeProcess } from './serve-harness.js';
+
+/**
+ * `migpool serve` beside a process it did not start (found on the live service: whole-GPU jobs
+ * were started on GPU 1 beside a foreign process): the built CLI in its own process, the foreign
+ * process attached to the simulated machine with `migpool sim attach`, as an operator would.
+ */
+const SPEC = '2xA100-SXM4-40GB';
+let dir: string;
+let serve: ServeProcess | null = null;
+
+interface Job {
+  id: string;
+  state: string;
+  placement: { kind: string; gpus?: number[] } | null;
+  pending: string | null;
+}
+
+const sim = (...args: string[]) => runMigpool(['sim', ...args, '--state-dir', dir, '--simulate', SPEC]);
+const jobs = async (): Promise<Job[]> => {
+  const r = await runMigpool(['jobs', '--data-dir', dir, '--json']);
+  expect(r.code, r.err).toBe(0);
+  return (JSON.parse(r.out) as { jobs: Job[] }).jobs;
+};
+
+async function until<T>(what: string, get: () => Promise<T | null>, ms = 30_000): Promise<T> {
+  const t0 = Date.now();
+  for (;;) {
+    const v = await get();
+    if (v !== null) return v;
+    if (Date.now() - t0 > ms) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+beforeAll(() => {
+  dir = mkdtempSync(join(tmpdir(), 'migpool-serve-foreign-'));
+});
+
+afterAll(async () => {
+  if (serve) for (const j of await jobs()) if (j.state === 'queued' || j.state === 'running') await runMigpool(['cancel', j.id, '--data-dir', dir]);
+  await serve?.stop();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+describe('migpool serve beside a foreign process', () => {
+  it('starts no whole-GPU job on its GPU, says so in the pending reason, and uses the GPU once the process ends', { timeout: 90_000 }, async () => {
+    serve = await startServe({ dataDir: dir, args: ['--simulate', SPEC] });
+    const attached = await sim('attach', '--gpu', '1');
+    expect(attached.code, attached.err).toBe(0);
+    const pid = attached.out.trim();
+    // The service reads the GPUs' processes every tick (2 s): wait until it has seen this one.
+    expect(await serve.waitForLog(`GPU 1: process ${pid} that migpool did not start runs on it`)).toContain(`process ${pid}`);
+    for (let i = 0; i < 3; i++) {
+      const r = await runMigpool(['submit', '--data-dir', dir, '--gpus', '1', '--', 'sleep', '30']);
+      expect(r.code, r.err).toBe(0);
+    }
+    const waiting = await until('a queued job naming the process', async () => {
+      const q = (await jobs()).find((j) => j.state === 'queued' && (j.pending ?? '').includes(pid));
+      return q ?? null;
+    });
+    expect(waiting.pending).toContain(`GPU 1 runs process ${pid} that migpool did not start: it starts no job there until they end`);
+    const placed = (await jobs()).filter((j) => j.placement !== null);
+    expect(placed.map((j) => j.placement?.gpus)).toEqual([[0]]);
+    // The process ends: a waiting job starts on GPU 1.
+    expect((await sim('detach', pid)).code).toBe(0);
+    await until('a job on GPU 1', async () => ((await jobs()).some((j) => j.state === 'running' && (j.placement?.gpus ?? []).includes(1)) ? true : null));
+  });
+});
