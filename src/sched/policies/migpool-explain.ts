@@ -27,6 +27,8 @@ export function explainWaiting(
   reasonOf: (id: string) => WaitReason | null,
   blocker: string | null,
   background: { readonly aged: (id: string) => boolean; readonly ageSeconds: number } = { aged: () => false, ageSeconds: Infinity },
+  /** Big jobs' turns: whether a big job of the last level waits for its turn ('waiting') or has it ('now'); null: neither. */
+  turn: { readonly of: (id: string) => 'waiting' | 'now' | null; readonly gpus: number; readonly afterSeconds: number } = { of: () => null, gpus: Infinity, afterSeconds: Infinity },
 ): Map<string, string> {
   const age = background.ageSeconds;
   const until = age === Infinity ? '' : ` until it has waited ${age % 86_400 === 0 ? `${age / 86_400} day${age === 86_400 ? '' : 's'}` : `${Math.round(age / 3600)} h`}`;
@@ -51,6 +53,12 @@ export function explainWaiting(
           `waiting for ${r.gpus} whole GPU${r.gpus === 1 ? '' : 's'} (${r.free} left after the jobs ahead of it: jobs with less attained service, ` +
           `or running ones in their minimum run or past their preemption limit; it has ${attained} GPU-seconds)`;
         if (blocker === job.id) text += '; it has waited longest: GPUs are held for it as they free';
+        else {
+          const tn = turn.of(job.id);
+          const rule = `jobs of ${turn.gpus}+ GPUs that ran long take turns, first come first served`;
+          if (tn === 'waiting') text += `; ${rule}: its turn comes once it has waited ${Math.round(turn.afterSeconds / 3600)} h`;
+          else if (tn === 'now') text += `; ${rule}: its turn has come, and it goes ahead of the big running jobs that came after it once their minimum runs end`;
+        }
         break;
       case 'held':
         text = `GPUs are held for job ${r.by}, which has waited longest and goes first`;

@@ -189,6 +189,21 @@ describe('migpool policy', () => {
     expect(on.log.some((l) => l.t === restartAt && l.d.kind === 'preempt' && l.d.job === 'J2')).toBe(true);
     expect(on.result.jcts[0]!).toBeLessThan(62 * hour);
     expect(on.result.jcts[1]!).toBeGreaterThan(140 * hour);
+    // While it waits for its turn, its pending reason says so.
+    const inner = migpoolPolicy({ minRunSeconds: minRun });
+    const reasons: string[] = [];
+    const explaining: Policy = {
+      name: 'migpool',
+      decide(view, ctx) {
+        const ds = inner.decide(view, ctx);
+        const why = inner.explain?.(view, ctx).get('J1');
+        if (why !== undefined) reasons.push(why);
+        return ds;
+      },
+      wakeAt: (view) => inner.wakeAt?.(view) ?? null,
+    };
+    simulate({ fleet: parseFleet('4xA100-SXM4-40GB'), jobs, policy: explaining, seed: 1, preemptionCostSeconds: 60, info: { mode: 'none', seed: 1 } });
+    expect(reasons.some((w) => w.includes('jobs of 2+ GPUs that ran long take turns, first come first served: its turn comes once it has waited 12 h'))).toBe(true);
   });
 
   it('keeps a small running job ahead of a big one whose turn has come', () => {

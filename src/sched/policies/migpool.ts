@@ -434,6 +434,8 @@ export function migpoolPolicy(tuning: Partial<MigpoolTuning> = {}): Policy {
     }
   };
 
+  /** Fewest GPUs of a job that takes turns in the last level (BIG_TURN_SHARE of the fleet). */
+  const bigGpusOf = (view: ClusterView): number => (t.bigTurnShare === Infinity ? Infinity : Math.max(1, Math.ceil(t.bigTurnShare * view.gpus.length)));
   /**
    * Big jobs take turns in the last level (BIG_TURN_SHARE): its running jobs smaller than `bigGpus`
    * first, in their order; then its big running jobs and the big jobs that waited their turn,
@@ -490,7 +492,7 @@ export function migpoolPolicy(tuning: Partial<MigpoolTuning> = {}): Policy {
       // Whole GPUs wanted by the queued jobs that can run (the pass subtracts what it reaches).
       let demand = 0;
       const last = queues.length - 1;
-      const bigGpus = t.bigTurnShare === Infinity ? Infinity : Math.max(1, Math.ceil(t.bigTurnShare * view.gpus.length));
+      const bigGpus = bigGpusOf(view);
       let bigTurn = false;
       for (const j of view.queue) {
         const st = stateOf(view, j.id, Math.min(view.now, j.arrival));
@@ -697,10 +699,20 @@ export function migpoolPolicy(tuning: Partial<MigpoolTuning> = {}): Policy {
     },
     explain(view: ClusterView, ctx: PolicyContext): ReadonlyMap<string, string> {
       const byId = new Map(view.queue.map((j) => [j.id, j]));
+      const bigGpus = bigGpusOf(view);
       return explainWaiting(view, ctx, (id) => {
         const st = states.get(id);
         return st ? reasonOf(st, byId.get(id) as JobSpec) : null;
-      }, lastBlocker, { aged: (id) => states.get(id)?.aged === true, ageSeconds: t.backgroundAgeSeconds });
+      }, lastBlocker, { aged: (id) => states.get(id)?.aged === true, ageSeconds: t.backgroundAgeSeconds }, {
+        of: (id) => {
+          const st = states.get(id);
+          const j = byId.get(id);
+          if (!st || !j || j.gpus < bigGpus || st.level !== queues.length - 1) return null;
+          return view.now - st.waitingSince >= t.bigTurnAfterSeconds ? 'now' : 'waiting';
+        },
+        gpus: bigGpus,
+        afterSeconds: t.bigTurnAfterSeconds,
+      });
     },
   };
 }
