@@ -604,7 +604,7 @@ describe('users', () => {
     expect(root[2]).toMatchObject({ wholeGpuJobs: ['3', '4'], wholeGpuOtherJobs: 0 });
   });
 
-  it("serves a user the pool's metrics and only their own jobs' and name's series; admins get every series", async () => {
+  it("serves a user the pool's metrics, their own jobs' and name's series, and other users' summed without names; admins get every series", async () => {
     for (const token of ['alice-token', 'bob-token', 'alice-token']) await as(token, 'POST', '/v1/jobs', spec);
     for (const [id, owner] of [['1', 'alice'], ['2', 'bob'], ['3', 'alice']]) fake.owners.set(id!, owner!); // JobSpec.user, as the service sets it
     fake.now += 60_000;
@@ -636,12 +636,24 @@ describe('users', () => {
     expect(bob).toMatch(/^migpool_gpu_instance_allocated\{[^}]*GPU_I_PROFILE="1g\.5gb"\} 1$/m);
     expect(bob).toContain('migpool_scheduling_pass_seconds_count 0');
     expect(bob).toContain('migpool_allocation_ratio ');
+    // Other users' per-user series are summed under one name that is no user's, so the pool's totals stay.
+    expect(bob).toContain('migpool_jobs{state="running",priority="foreground",user="(others)"} 1');
+    expect(bob).toContain('migpool_jobs{state="queued",priority="foreground",user="(others)"} 1');
+    expect(bob).toContain('migpool_queue_wait_seconds_count{priority="foreground",user="(others)"} 1');
+    expect(alice).toContain('migpool_jobs{state="running",priority="foreground",user="(others)"} 1');
+    const total = (text: string, metric: string) => [...text.matchAll(new RegExp(`^${metric}(?:\\{[^}]*\\})? (\\S+)$`, 'gm'))].reduce((sum, m) => sum + Number(m[1]), 0);
+    expect(total(root, 'migpool_jobs')).toBe(3);
+    expect(total(root, 'migpool_queue_wait_seconds_count')).toBe(2);
+    for (const metric of ['migpool_jobs', 'migpool_queue_wait_seconds_count', 'migpool_queue_wait_seconds_bucket', 'migpool_jobs_finished_total', 'migpool_user_allocated_gpus']) {
+      expect(total(bob, metric), metric).toBeCloseTo(total(root, metric), 9);
+      expect(total(alice, metric), metric).toBeCloseTo(total(root, metric), 9);
+    }
     // Nothing names another user or their jobs (nor jobs of no user: the default user's).
     expect(bob).not.toMatch(/alice|default|hpc_job="[13]"|job="[13]"/);
     expect(alice).not.toMatch(/bob|default|hpc_job="2"|job="2"/);
-    // Written as the admin's scrape is: every line of a user's is a line of the admin's.
+    // Written as the admin's scrape is: every line of a user's, others' sums aside, is a line of the admin's.
     const rootLines = new Set(root.split('\n'));
-    for (const line of [...alice.split('\n'), ...bob.split('\n')]) expect(rootLines.has(line), line).toBe(true);
+    for (const line of [...alice.split('\n'), ...bob.split('\n')]) if (!line.includes('(others)')) expect(rootLines.has(line), line).toBe(true);
   });
 
   it('lets admins list one user with ?user=; users always get their own', async () => {

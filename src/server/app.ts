@@ -388,7 +388,7 @@ export async function buildServer(opts: ServerOptions): Promise<FastifyInstance>
   const document = openApiDocument(opts.version ?? API_VERSION);
   app.get('/v1/openapi.json', async () => document);
 
-  // All series for an admin; for another user, the pool's series and those of their own jobs and name.
+  // All series for an admin; for another user, their own jobs' and name's, other users' summed without names (visible-metrics.ts).
   app.get('/metrics', async (request, reply) => reply.type(metrics.registry.contentType).send(await visibleMetrics(metrics, service, callerOf(request))));
 
   const page = (reply: FastifyReply, type: string, body: string | Buffer, cache: string) => reply.type(type).header('cache-control', cache).send(body);
