@@ -604,6 +604,58 @@ describe('users', () => {
     expect(root[2]).toMatchObject({ wholeGpuJobs: ['3', '4'], wholeGpuOtherJobs: 0 });
   });
 
+  it("serves a user the pool's metrics, their own jobs' and name's series, and other users' summed without names; admins get every series", async () => {
+    for (const token of ['alice-token', 'bob-token', 'alice-token']) await as(token, 'POST', '/v1/jobs', spec);
+    for (const [id, owner] of [['1', 'alice'], ['2', 'bob'], ['3', 'alice']]) fake.owners.set(id!, owner!); // JobSpec.user, as the service sets it
+    fake.now += 60_000;
+    fake.startJob('1', 0, 2); // alice's on the 1g.5gb
+    fake.startJob('2', 0, 4); // bob's on the 3g.20gb
+    const stats = fake.stats.bind(fake);
+    fake.stats = async () => ({ ...(await stats()), multiplex: { backoffs: 0, daemons: 1, slowdowns: [{ job: '1', gpu: 0, slowdown: 1.25 }, { job: '2', gpu: 0, slowdown: 1.5 }] } });
+    const scrape = async (token: string) => {
+      const res = await as(token, 'GET', '/metrics');
+      expect(res.statusCode).toBe(200);
+      expect(res.headers['content-type']).toContain('text/plain; version=0.0.4');
+      return res.body;
+    };
+    const [root, alice, bob] = [await scrape('root-token'), await scrape('alice-token'), await scrape('bob-token')];
+    // The admin (as Prometheus with the data dir's token) gets every job and user.
+    expect(root).toContain(`migpool_running_job_info{hpc_job="1",user="alice",priority="foreground",Hostname="${hostname()}"} 1`);
+    expect(root).toContain(`migpool_running_job_info{hpc_job="2",user="bob",priority="foreground",Hostname="${hostname()}"} 1`);
+    expect(root).toContain('migpool_mps_foreground_slowdown_ratio{job="1",gpu="0"} 1.25');
+    expect(root).toContain('migpool_jobs{state="queued",priority="foreground",user="alice"} 1');
+    // A user gets their own jobs' series and their own per-user series...
+    expect(bob).toContain(`migpool_running_job_info{hpc_job="2",user="bob",priority="foreground",Hostname="${hostname()}"} 1`);
+    expect(bob).toContain('migpool_mps_foreground_slowdown_ratio{job="2",gpu="0"} 1.5');
+    expect(bob).toContain('migpool_jobs{state="running",priority="foreground",user="bob"} 1');
+    expect(bob).toContain('migpool_queue_wait_seconds_count{priority="foreground",user="bob"} 1');
+    expect(alice).toContain('migpool_jobs{state="queued",priority="foreground",user="alice"} 1');
+    expect(alice).toContain('migpool_mps_foreground_slowdown_ratio{job="1",gpu="0"} 1.25');
+    // ...and the pool's series, where the other user's job counts without its id or owner.
+    expect(bob).toContain('migpool_slices{profile="1g.5gb",state="busy"} 1');
+    expect(bob).toMatch(/^migpool_gpu_instance_allocated\{[^}]*GPU_I_PROFILE="1g\.5gb"\} 1$/m);
+    expect(bob).toContain('migpool_scheduling_pass_seconds_count 0');
+    expect(bob).toContain('migpool_allocation_ratio ');
+    // Other users' per-user series are summed under one name that is no user's, so the pool's totals stay.
+    expect(bob).toContain('migpool_jobs{state="running",priority="foreground",user="(others)"} 1');
+    expect(bob).toContain('migpool_jobs{state="queued",priority="foreground",user="(others)"} 1');
+    expect(bob).toContain('migpool_queue_wait_seconds_count{priority="foreground",user="(others)"} 1');
+    expect(alice).toContain('migpool_jobs{state="running",priority="foreground",user="(others)"} 1');
+    const total = (text: string, metric: string) => [...text.matchAll(new RegExp(`^${metric}(?:\\{[^}]*\\})? (\\S+)$`, 'gm'))].reduce((sum, m) => sum + Number(m[1]), 0);
+    expect(total(root, 'migpool_jobs')).toBe(3);
+    expect(total(root, 'migpool_queue_wait_seconds_count')).toBe(2);
+    for (const metric of ['migpool_jobs', 'migpool_queue_wait_seconds_count', 'migpool_queue_wait_seconds_bucket', 'migpool_jobs_finished_total', 'migpool_user_allocated_gpus']) {
+      expect(total(bob, metric), metric).toBeCloseTo(total(root, metric), 9);
+      expect(total(alice, metric), metric).toBeCloseTo(total(root, metric), 9);
+    }
+    // Nothing names another user or their jobs (nor jobs of no user: the default user's).
+    expect(bob).not.toMatch(/alice|default|hpc_job="[13]"|job="[13]"/);
+    expect(alice).not.toMatch(/bob|default|hpc_job="2"|job="2"/);
+    // Written as the admin's scrape is: every line of a user's, others' sums aside, is a line of the admin's.
+    const rootLines = new Set(root.split('\n'));
+    for (const line of [...alice.split('\n'), ...bob.split('\n')]) if (!line.includes('(others)')) expect(rootLines.has(line), line).toBe(true);
+  });
+
   it('lets admins list one user with ?user=; users always get their own', async () => {
     await as('alice-token', 'POST', '/v1/jobs', spec);
     await as('bob-token', 'POST', '/v1/jobs', spec);

@@ -15,6 +15,7 @@ import { DASHBOARD_SCRIPT } from './dashboard-script.js';
 import { streamEvents } from './event-stream.js';
 import { visibleGpus } from './visible-gpus.js';
 import { createMetrics } from './metrics.js';
+import { visibleMetrics } from './visible-metrics.js';
 import { openApiDocument } from './openapi.js';
 import { submitOptionsOf } from './idempotency.js';
 import {
@@ -387,7 +388,8 @@ export async function buildServer(opts: ServerOptions): Promise<FastifyInstance>
   const document = openApiDocument(opts.version ?? API_VERSION);
   app.get('/v1/openapi.json', async () => document);
 
-  app.get('/metrics', async (_request, reply) => reply.type(metrics.registry.contentType).send(await metrics.scrape()));
+  // All series for an admin; for another user, their own jobs' and name's, other users' summed without names (visible-metrics.ts).
+  app.get('/metrics', async (request, reply) => reply.type(metrics.registry.contentType).send(await visibleMetrics(metrics, service, callerOf(request))));
 
   const page = (reply: FastifyReply, type: string, body: string | Buffer, cache: string) => reply.type(type).header('cache-control', cache).send(body);
   app.get('/', async (_request, reply) => page(reply.header('content-security-policy', DASHBOARD_CSP).header('x-frame-options', 'DENY'), 'text/html; charset=utf-8', DASHBOARD_HTML, 'no-cache'));

@@ -86,6 +86,8 @@ export interface ServerMetrics {
   readonly registry: Registry;
   /** The Prometheus text of one scrape (content type `registry.contentType`). */
   scrape(): Promise<string>;
+  /** The same scrape as prom-client's objects (`registry.getMetricsAsJSON()`), to filter before writing (visible-metrics.ts). */
+  scrapeValues(): ReturnType<Registry['getMetricsAsJSON']>;
   /** Stops observing the service. */
   close(): void;
 }
@@ -347,6 +349,12 @@ export function createMetrics(service: PoolService, options: MetricsOptions = {}
       const text = registry.metrics();
       pending = null;
       return text;
+    },
+    scrapeValues() {
+      pending = null;
+      const values = registry.getMetricsAsJSON();
+      pending = null;
+      return values;
     },
     close: unobserve,
   };

@@ -213,7 +213,7 @@ export function openApiDocument(version: string): Record<string, unknown> {
         get: { operationId: 'getOpenApi', summary: 'This document', security: [], responses: { '200': { description: 'OpenAPI 3.1', content: { 'application/json': { schema: { type: 'object' } } } } } },
       },
       '/metrics': {
-        get: { operationId: 'getMetrics', summary: 'Prometheus metrics (Prometheus sends the token with `authorization: {credentials_file: <data dir>/token}`)', responses: { '200': { description: 'Prometheus text format', content: { 'text/plain': { schema: { type: 'string' } } } }, ...unauthorized } },
+        get: { operationId: 'getMetrics', summary: "Prometheus metrics (Prometheus sends the token with `authorization: {credentials_file: <data dir>/token}`): every series for an admin; another user's names only their own jobs and name (other users' per-user series summed as user=\"(others)\")", responses: { '200': { description: 'Prometheus text format', content: { 'text/plain': { schema: { type: 'string' } } } }, ...unauthorized } },
       },
     },
     components: {

@@ -1,5 +1,6 @@
 import { createRequire } from 'node:module';
 import { durationText } from '../sched/duration-text.js';
+import { metricColumns, priorityRows } from './metric-columns.js';
 import type { SimMetrics, SimulationResult } from './types.js';
 import { usersTable } from './users-table.js';
 
@@ -130,20 +131,6 @@ export function queueLengthSvg(results: readonly SimulationResult[]): string {
   return timelineSvg(results, 'Queue length over time', 'jobs waiting', (s) => s.queueLength);
 }
 
-const COLUMNS: readonly { readonly head: string; readonly cell: (m: SimMetrics) => string }[] = [
-  { head: 'jobs', cell: (m) => String(m.jobs) },
-  { head: 'completed', cell: (m) => String(m.completed) },
-  { head: 'makespan', cell: (m) => durationText(m.makespanSeconds) },
-  { head: 'avg JCT', cell: (m) => durationText(m.avgJctSeconds) },
-  { head: 'p50 JCT', cell: (m) => durationText(m.p50JctSeconds) },
-  { head: 'p95 JCT', cell: (m) => durationText(m.p95JctSeconds) },
-  { head: 'p99 JCT', cell: (m) => durationText(m.p99JctSeconds) },
-  { head: 'avg queue', cell: (m) => durationText(m.avgQueueSeconds) },
-  { head: 'utilisation', cell: (m) => `${(m.utilization * 100).toFixed(1)}%` },
-  { head: 'jobs/h', cell: (m) => m.throughputJobsPerHour.toFixed(1) },
-  { head: 'reconfigurations', cell: (m) => String(m.reconfigurations) },
-];
-
 /** An HTML table of text cells, escaped. */
 function htmlTable(heads: readonly string[], rows: readonly (readonly string[])[]): string {
   const row = (cells: readonly string[], tag: 'th' | 'td'): string => `<tr>${cells.map((c) => `<${tag}>${escapeHtml(c)}</${tag}>`).join('')}</tr>`;
@@ -151,9 +138,10 @@ function htmlTable(heads: readonly string[], rows: readonly (readonly string[])[
 }
 
 function metricsTable(rows: readonly { readonly label: string; readonly metrics: SimMetrics }[], first: string): string {
+  const columns = metricColumns('report');
   return htmlTable(
-    [first, ...COLUMNS.map((c) => c.head)],
-    rows.map((r) => [r.label, ...COLUMNS.map((c) => c.cell(r.metrics))]),
+    [first, ...columns.heads],
+    rows.map((r) => [r.label, ...columns.cells(r.metrics)]),
   );
 }
 
@@ -165,9 +153,7 @@ function metricsTable(rows: readonly { readonly label: string; readonly metrics:
 export function simulationReportHtml(input: SimulationReportInput): string {
   const { trace, fleet, results } = input;
   const title = `migpool simulate: ${trace} on ${fleet}`;
-  const byPriority = results.flatMap((r) =>
-    (['foreground', 'background'] as const).filter((p) => r.byPriority[p].jobs > 0).map((p) => ({ label: `${r.policy} (${p})`, metrics: r.byPriority[p] })),
-  );
+  const byPriority = priorityRows(results).map((r) => ({ label: `${results[r.index]!.policy} (${r.priority})`, metrics: r.metrics }));
   const notes = [...(input.jobs === undefined ? [] : [`${input.jobs} jobs`]), ...(input.notes ?? [])];
   return `<!DOCTYPE html>
 <html lang="en">

@@ -15,6 +15,7 @@ import { parseFleet } from '../../sim/fleet.js';
 import { assignUsers, parseUsersSpec } from '../../sim/users-spec.js';
 import { usersTable } from '../../sim/users-table.js';
 import { createRandom } from '../../random.js';
+import { metricColumns, priorityRows } from '../../sim/metric-columns.js';
 import { simulationReportHtml } from '../../sim/report.js';
 import {
   DEFAULT_MIX_SPEC,
@@ -257,20 +258,6 @@ export function simulationJson(trace: string, fleet: string, jobs: number, perPo
   };
 }
 
-function metricCells(m: SimMetrics): string[] {
-  return [
-    `${m.completed}/${m.jobs}`,
-    durationText(m.makespanSeconds),
-    durationText(m.avgJctSeconds),
-    durationText(m.p50JctSeconds),
-    durationText(m.p95JctSeconds),
-    durationText(m.p99JctSeconds),
-    durationText(m.avgQueueSeconds),
-    `${(m.utilization * 100).toFixed(1)}%`,
-    m.throughputJobsPerHour.toFixed(2),
-  ];
-}
-
 function renderText(title: string, perPolicy: readonly PolicyRuns[]): string {
   const several = perPolicy.some((p) => p.runs.length > 1);
   const fmt = (xs: readonly number[], f: (v: number) => string): string => {
@@ -306,10 +293,9 @@ function renderText(title: string, perPolicy: readonly PolicyRuns[]): string {
   if (unknown > 0) parts.push(`${unknown} of ${bounds[0]?.metrics.jobs ?? 0} jobs have unknown memory: placed only on a whole GPU or the profile they asked for, never on a slice on a guess`);
   const results = perPolicy.map((p) => p.runs[0]).filter((r): r is SimulationResult => r !== undefined);
   if (results.some((r) => r.byPriority.background.jobs > 0)) {
-    const prioRows = results.flatMap((r, i) =>
-      (['foreground', 'background'] as const).filter((pr) => r.byPriority[pr].jobs > 0).map((pr) => [perPolicy[i]?.name ?? r.policy, pr, ...metricCells(r.byPriority[pr])]),
-    );
-    parts.push('', `per priority${several ? ' (first seed)' : ''}`, renderTable(['POLICY', 'PRIORITY', 'COMPLETED', 'MAKESPAN', 'AVG JCT', 'P50 JCT', 'P95 JCT', 'P99 JCT', 'AVG QUEUE', 'UTIL', 'JOBS/H'], prioRows));
+    const columns = metricColumns('terminal');
+    const prioRows = priorityRows(results).map((r) => [perPolicy[r.index]?.name ?? results[r.index]!.policy, r.priority, ...columns.cells(r.metrics)]);
+    parts.push('', `per priority${several ? ' (first seed)' : ''}`, renderTable(['POLICY', 'PRIORITY', ...columns.heads], prioRows));
   }
   return parts.join('\n');
 }
