@@ -13,6 +13,8 @@ export type WaitReason =
   | { readonly kind: 'slice-pending'; readonly gpu?: number }
   /** It asked for exactly one profile and no such slice is idle. */
   | { readonly kind: 'profile'; readonly profile: string }
+  /** It is at the preemption cap and jobs with less attained service wait for whole GPUs. */
+  | { readonly kind: 'capped' }
   /** It was given resources that were not ready yet: it starts on the next pass. */
   | { readonly kind: 'next' };
 
@@ -68,6 +70,11 @@ export function explainWaiting(
         break;
       case 'profile':
         text = `waiting for a ${r.profile} slice (none idle)`;
+        break;
+      case 'capped':
+        text =
+          `it has been preempted ${historyOf(view, job.id).preemptions === 1 ? 'once' : `${historyOf(view, job.id).preemptions} times`}, the most allowed, so once started it keeps its GPUs to its end; ` +
+          `it waits until no job with less attained service waits for whole GPUs (it has ${attained} GPU-seconds)`;
         break;
       case 'next':
         text = 'starts in the next scheduling pass (its GPU is being prepared)';

@@ -240,6 +240,39 @@ describe('migpool policy', () => {
     expect(startsOf(packed.log, 'X').some((d) => d.kind === 'start-on-instance')).toBe(true);
   });
 
+  it('keeps a job at the preemption cap from starting while a younger job waits for whole GPUs', () => {
+    // Two GPUs; one level boundary at 100 GPU-seconds, a one-minute minimum run, a cap of one
+    // preemption. X (10 h) is preempted by B (2 GPUs, not preemptible) and reaches the cap. S (1
+    // GPU) and T (2 GPUs) arrive behind B. When B ends, S takes one GPU and T waits for two: X,
+    // which would keep the other GPU for 10 h, waits too, and T starts when S ends.
+    const tuning: Partial<MigpoolTuning> = { thresholds: [100], minRunSeconds: 60, maxPreemptions: 1 };
+    const jobs = [
+      job('X', 0, 36_000, { workload: large }),
+      job('B', 300, 3600, { workload: large, gpus: 2, preemptible: false }),
+      job('S', 400, 3600, { workload: large }),
+      job('T', 400, 3600, { workload: large, gpus: 2 }),
+    ];
+    const inner = migpoolPolicy(tuning);
+    const reasons: string[] = [];
+    const explaining: Policy = {
+      name: 'migpool',
+      decide(view, ctx) {
+        const ds = inner.decide(view, ctx);
+        const why = inner.explain?.(view, ctx).get('X');
+        if (why !== undefined) reasons.push(why);
+        return ds;
+      },
+      wakeAt: (view) => inner.wakeAt?.(view) ?? null,
+    };
+    const on = simulate({ fleet: parseFleet('2xA100-SXM4-40GB'), jobs, policy: explaining, seed: 1, preemptionCostSeconds: 60, info: { mode: 'none', seed: 1 } });
+    expect(on.metrics.completed).toBe(4);
+    expect(on.jcts[3]!).toBeLessThan(4 * 3600);
+    expect(reasons.some((w) => w.startsWith('it has been preempted once, the most allowed, so once started it keeps its GPUs to its end'))).toBe(true);
+    // Without the rule X starts beside S and T waits until X ends.
+    const off = run('2xA100-SXM4-40GB', jobs, { ...tuning, cappedWaitsForYounger: false });
+    expect(off.result.jcts[3]!).toBeGreaterThan(10 * 3600);
+  });
+
   it(`lets a background job that has waited ${BACKGROUND_AGE_SECONDS / 86_400} days rank as a foreground one`, () => {
     // One GPU held by a foreground job of ten days; a one-hour background job arrives behind it.
     const day = 86_400;
