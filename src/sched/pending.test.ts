@@ -4,7 +4,7 @@ import { resolveWorkload } from '../perf/workloads.js';
 import { createPolicyContext } from './context.js';
 import { checkDecision, queueLookup } from './check.js';
 import { explainPending } from './pending.js';
-import { idleInstancesOf, wholeGpusWith } from './policies/common.js';
+import { idleInstancesOf, idleMigGpus, wholeGpusWith } from './policies/common.js';
 import { RECUT_RULE } from './policies/migpool.js';
 import type { ClusterView, GpuView, JobSpec, PolicyContext, RunningJobView } from './types.js';
 
@@ -98,6 +98,25 @@ describe('explainPending', () => {
       "start job 'slice' on GPU 0 instance at 1: GPU 0's 1g.5gb at 1 runs process 4002 that migpool did not start",
     );
     expect(idleInstancesOf(view, a100.name, '1g.5gb').map((set) => set.size)).toEqual([0, 0]);
+  });
+
+  it('refuses re-partitions that destroy what processes migpool did not start hold, and counts such a GPU not idle', () => {
+    // Found on the live service: a whole-GPU job waited beside a MIG GPU whose idle 1g.5gb ran a
+    // foreign process; the policy asked for MIG off every back-off ("re-partition failed (3 in a row)").
+    const gpu = cut(0, [null, null, null, null, null, null, null]);
+    const held: GpuView = { ...gpu, instances: gpu.instances.map((i) => (i.start === 4 ? { ...i, foreignPids: [4002] } : i)) };
+    const off: GpuView = { id: 1, model: a100, migEnabled: false, instances: [], wholeGpuJobs: [], sharing: 'exclusive', busyUntil: null, foreignPids: [4001] };
+    const view: ClusterView = { now: 0, gpus: [held, off], queue: [job('whole')], running: new Map() };
+    const lookup = queueLookup(view);
+    expect(checkDecision(view, { kind: 'repartition', gpu: 0, layout: null }, lookup)).toBe("re-partition GPU 0 to MIG off: GPU 0's 1g.5gb at 4 runs process 4002 that migpool did not start");
+    expect(checkDecision(view, { kind: 'repartition', gpu: 0, layout: [{ profile: '3g.20gb', start: 4 }] }, lookup)).toBe(
+      "re-partition GPU 0: GPU 0's 1g.5gb at 4 runs process 4002 that migpool did not start and the new layout drops it",
+    );
+    // A layout that keeps the held instance may be cut around it.
+    expect(checkDecision(view, { kind: 'repartition', gpu: 0, layout: [{ profile: '3g.20gb', start: 0 }, { profile: '1g.5gb', start: 4 }] }, lookup)).toBeNull();
+    expect(checkDecision(view, { kind: 'repartition', gpu: 1, layout: [{ profile: '1g.5gb', start: 0 }] }, lookup)).toBe('re-partition GPU 1: GPU 1 runs process 4001 that migpool did not start');
+    expect([...idleMigGpus(view)].map((g) => g.id)).toEqual([]);
+    expect([...idleMigGpus({ ...view, gpus: [gpu, off] })].map((g) => g.id)).toEqual([0]);
   });
 
   // The live demo (issue 17): queued ResNet-50/ImageNet-64 jobs (15.5 GiB) beside idle 1g.5gb and
