@@ -702,7 +702,13 @@ export class PoolServiceImpl implements PoolService {
         // A job still on a slice the layout drops (one being preempted, or a refused preemption): wait, it is no failure.
         if (g.current.instances.some((i) => busy.has(i.start) && !(d.layout ?? []).some((x) => x.start === i.start && x.profile === i.profile.name))) return false;
         // Instances a job holds count as busy even before its processes show up in nvidia-smi.
-        const planned = planLayout(g.current, d.layout, busy);
+        let planned = planLayout(g.current, d.layout, busy);
+        if (!planned.ok) {
+          // The processes in g.current are as last read (at the start, or after this GPU's last
+          // re-partition): ones that have ended since would refuse every later try. Read it again.
+          await this.refreshGpus(g.index);
+          planned = planLayout(this.gpusFound.find((x) => x.index === g.index)?.current ?? g.current, d.layout, busy);
+        }
         if (!planned.ok) {
           await this.repartitionFailed(g.index, new MigpoolError('RUNTIME', `GPU ${g.index}: refusing to re-partition: ${planned.reason}`));
           return false;
