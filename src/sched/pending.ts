@@ -133,7 +133,7 @@ export function explainPending(view: ClusterView, ctx: PolicyContext, policy = '
     });
     const last = Math.max(...ends);
     const when = Number.isFinite(last) ? `, expected to end in about ${durationText(last, { rough: true })} ${basisOf(jobs)}` : '';
-    const moved = fixed.length === 0 ? '' : fixed.length === jobs.length ? `, which may not be moved` : ` (${fixed.join(', ')} may not be moved)`;
+    const moved = fixed.length === 0 ? '' : fixed.length === jobs.length ? `, which may not be moved` : ` (job ${fixed.join(', ')} may not be moved)`;
     return `a ${best.p.name} on GPU ${best.g.id} needs the slice${jobs.length === 1 ? '' : 's'} of job ${jobs.join(', ')}${moved}${when}`;
   }
 
