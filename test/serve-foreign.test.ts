@@ -63,7 +63,7 @@ describe('migpool serve beside a foreign process', () => {
       const q = (await jobs()).find((j) => j.state === 'queued' && (j.pending ?? '').includes(pid));
       return q ?? null;
     });
-    expect(waiting.pending).toContain(`GPU 1 runs process ${pid} that migpool did not start: it starts no job there until they end`);
+    expect(waiting.pending).toContain(`GPU 1 runs process ${pid} that migpool did not start: it starts no job there until it ends`);
     const placed = (await jobs()).filter((j) => j.placement !== null);
     expect(placed.map((j) => j.placement?.gpus)).toEqual([[0]]);
     // The process ends: a waiting job starts on GPU 1.
@@ -96,6 +96,9 @@ describe('migpool serve beside a foreign process on a MIG slice', () => {
       // Several passes and ticks (2 s each): no re-partition is tried, none is skipped as invalid.
       await new Promise((done) => setTimeout(done, 7000));
       expect(s.log()).not.toMatch(/re-partition failed|skipped an invalid decision/);
+      // And the job hears why GPU 0 does not go back to a whole GPU.
+      const waiting = (JSON.parse((await runMigpool(['jobs', '--data-dir', own, '--json'])).out) as { jobs: Job[] }).jobs[0];
+      expect(waiting?.pending).toContain(`GPU 0's 1g.5gb at 4 runs process ${pid} that migpool did not start: it starts no job there until it ends`);
       expect((await simOne('sim', 'detach', pid)).code).toBe(0);
       await until('the job on the whole GPU', async () => {
         const q = await runMigpool(['jobs', '--data-dir', own, '--json']);
