@@ -113,3 +113,35 @@ describe('migpool serve beside a foreign process on a MIG slice', () => {
     }
   });
 });
+
+describe('migpool serve when a foreign process came while a job ran', () => {
+  // Found on the live service: a process attached to GPU 0 while job 1 ran there was the job's to
+  // the service; when job 1 ended, job 2 started on GPU 0 beside it, and nothing named it.
+  it('starts no job beside it once the job ends', { timeout: 90_000 }, async () => {
+    const own = mkdtempSync(join(tmpdir(), 'migpool-serve-foreign-after-'));
+    const one = '1xA100-SXM4-40GB';
+    let s: ServeProcess | null = null;
+    const list = async (): Promise<Job[]> => (JSON.parse((await runMigpool(['jobs', '--data-dir', own, '--json'])).out) as { jobs: Job[] }).jobs;
+    try {
+      s = await startServe({ dataDir: own, args: ['--simulate', one] });
+      expect((await runMigpool(['submit', '--data-dir', own, '--gpus', '1', '--', 'sleep', '6'])).code).toBe(0);
+      await until('job 1 running', async () => ((await list()).some((j) => j.id === '1' && j.state === 'running') ? true : null));
+      const attached = await runMigpool(['sim', 'attach', '--gpu', '0', '--state-dir', own, '--simulate', one]);
+      expect(attached.code, attached.err).toBe(0);
+      const pid = attached.out.trim();
+      expect((await runMigpool(['submit', '--data-dir', own, '--gpus', '1', '--', 'sleep', '30'])).code).toBe(0);
+      await until('job 1 ended', async () => ((await list()).some((j) => j.id === '1' && j.state === 'succeeded') ? true : null));
+      // A few ticks after the end: job 2 still waits, and says for what.
+      await new Promise((done) => setTimeout(done, 5000));
+      const two = (await list()).find((j) => j.id === '2')!;
+      expect(two.state).toBe('queued');
+      expect(two.pending).toContain(`GPU 0 runs process ${pid} that migpool did not start`);
+      expect((await runMigpool(['sim', 'detach', pid, '--state-dir', own, '--simulate', one])).code).toBe(0);
+      await until('job 2 running', async () => ((await list()).some((j) => j.id === '2' && j.state === 'running') ? true : null));
+      await runMigpool(['cancel', '2', '--data-dir', own]);
+    } finally {
+      await s?.stop();
+      rmSync(own, { recursive: true, force: true });
+    }
+  });
+});
