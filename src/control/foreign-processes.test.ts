@@ -63,7 +63,7 @@ describe('a GPU running processes migpool did not start', () => {
       const p = (await service.getJob(jobs[1]!.id))?.pending ?? '';
       return p.includes('GPU 1') ? p : null;
     });
-    expect(waiting).toContain(`GPU 1 runs process ${pid} that migpool did not start: it starts no job there until they end`);
+    expect(waiting).toContain(`GPU 1 runs process ${pid} that migpool did not start: it starts no job there until it ends`);
     expect(logs.join('\n')).toContain(`GPU 1: process ${pid} that migpool did not start runs on it`);
     // The process ends: the next job starts on GPU 1.
     machine.detachProcess(pid);
@@ -118,7 +118,7 @@ describe('a GPU running processes migpool did not start', () => {
       const p = (await service.getJob(last))?.pending ?? '';
       return p.includes(String(pid)) ? p : null;
     });
-    expect(waiting).toContain(`GPU 0's 1g.5gb at 0 runs process ${pid} that migpool did not start: it starts no job there until they end`);
+    expect(waiting).toContain(`GPU 0's 1g.5gb at 0 runs process ${pid} that migpool did not start: it starts no job there until it ends`);
     machine.detachProcess(pid);
     const started = await until('the last job running', async () => {
       const r = await service.getJob(last);

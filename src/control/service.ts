@@ -197,7 +197,8 @@ export class PoolServiceImpl implements PoolService {
    * GPU running none of its jobs, by `gpu|start` on a MIG instance running none.
    */
   private foreign: ReadonlyMap<number | string, readonly number[]> = new Map();
-  private readingForeign = false;
+  /** The read of the GPUs' processes in progress, if any (see readForeign). */
+  private readingForeign: Promise<void> | null = null;
   private explainedAt = -Infinity;
   /** Jobs whose refused preemption was logged already (once per job and reason). */
   private readonly refusalsLogged = new Map<string, string>();
@@ -229,8 +230,10 @@ export class PoolServiceImpl implements PoolService {
     this.o.executor.onExit((r) => {
       this.exitsSeen.set(r.jobId, r);
       // A failed settle (logged by locked) is retried by the next pass: schedule one either way.
+      // What the job held is read afresh first: processes someone started there while it ran
+      // were the job's to readForeign, and the next job must not start beside them.
       void this.locked(() => this.settle(r)).then(
-        () => this.schedule(),
+        () => this.readForeignAfterExit().then(() => this.schedule()),
         () => this.schedule(),
       );
     });
@@ -702,7 +705,13 @@ export class PoolServiceImpl implements PoolService {
         // A job still on a slice the layout drops (one being preempted, or a refused preemption): wait, it is no failure.
         if (g.current.instances.some((i) => busy.has(i.start) && !(d.layout ?? []).some((x) => x.start === i.start && x.profile === i.profile.name))) return false;
         // Instances a job holds count as busy even before its processes show up in nvidia-smi.
-        const planned = planLayout(g.current, d.layout, busy);
+        let planned = planLayout(g.current, d.layout, busy);
+        if (!planned.ok) {
+          // The processes in g.current are as last read (at the start, or after this GPU's last
+          // re-partition): ones that have ended since would refuse every later try. Read it again.
+          await this.refreshGpus(g.index);
+          planned = planLayout(this.gpusFound.find((x) => x.index === g.index)?.current ?? g.current, d.layout, busy);
+        }
         if (!planned.ok) {
           await this.repartitionFailed(g.index, new MigpoolError('RUNTIME', `GPU ${g.index}: refusing to re-partition: ${planned.reason}`));
           return false;
@@ -1025,9 +1034,20 @@ export class PoolServiceImpl implements PoolService {
    * read is the pool's (a job starting or ending meanwhile). Asks for a pass when they changed,
    * so that the jobs waiting for what they freed start; a failed read keeps the last answer.
    */
-  private async readForeign(): Promise<void> {
-    if (this.readingForeign || this.stopped) return;
-    this.readingForeign = true;
+  private readForeign(): Promise<void> {
+    if (this.stopped) return Promise.resolve();
+    return (this.readingForeign ??= this.readForeignNow().finally(() => {
+      this.readingForeign = null;
+    }));
+  }
+
+  /** A read of the GPUs' processes that starts after a job's end was settled (one in progress may have begun before it). */
+  private async readForeignAfterExit(): Promise<void> {
+    await this.readingForeign;
+    await this.readForeign();
+  }
+
+  private async readForeignNow(): Promise<void> {
     try {
       const before = this.occupants();
       const processes = await this.o.gpu.listProcesses();
@@ -1065,8 +1085,6 @@ export class PoolServiceImpl implements PoolService {
       this.schedule();
     } catch (e) {
       this.o.log?.(`reading the GPUs' processes failed (${e instanceof Error ? e.message.split('\n')[0] : String(e)}); keeping the last answer`);
-    } finally {
-      this.readingForeign = false;
     }
   }
 

@@ -102,8 +102,12 @@ export function checkDecision(view: ClusterView, d: Decision, lookup: CheckLooku
       if (!isSettled(g, view.now)) return `${what}: it is still being re-partitioned until t=${g.busyUntil}s`;
       if (d.layout === null) {
         const busy = g.migEnabled ? g.instances.find((i) => i.job !== null) : undefined;
-        return busy ? `${what} to MIG off: instance ${busy.profile.name} at ${busy.start} runs job '${busy.job}'` : null;
+        if (busy) return `${what} to MIG off: instance ${busy.profile.name} at ${busy.start} runs job '${busy.job}'`;
+        const held = g.migEnabled ? g.instances.find((i) => foreignPidsOf(i).length > 0) : undefined;
+        return held ? `${what} to MIG off: ${foreignText(held)}` : null;
       }
+      // Turning MIG on under processes migpool did not start: the driver refuses it while they run.
+      if (!g.migEnabled && foreignPidsOf(g).length > 0) return `${what}: ${foreignText(g)}`;
       if (g.wholeGpuJobs.length > 0) return `${what}: it runs whole-GPU jobs ${g.wholeGpuJobs.join(', ')}`;
       const wanted: { profile: GiProfile; start: number; size: number }[] = [];
       for (const e of d.layout) {
@@ -129,6 +133,10 @@ export function checkDecision(view: ClusterView, d: Decision, lookup: CheckLooku
         for (const i of g.instances) {
           if (i.job === null) continue;
           if (!wanted.some((w) => w.start === i.start && w.profile.name === i.profile.name)) return `${what}: instance ${i.profile.name} at ${i.start} runs job '${i.job}' and the new layout drops it`;
+        }
+        for (const i of g.instances) {
+          if (foreignPidsOf(i).length === 0) continue;
+          if (!wanted.some((w) => w.start === i.start && w.profile.name === i.profile.name)) return `${what}: ${foreignText(i)} and the new layout drops it`;
         }
       }
       return null;

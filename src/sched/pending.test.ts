@@ -4,7 +4,7 @@ import { resolveWorkload } from '../perf/workloads.js';
 import { createPolicyContext } from './context.js';
 import { checkDecision, queueLookup } from './check.js';
 import { explainPending } from './pending.js';
-import { idleInstancesOf, wholeGpusWith } from './policies/common.js';
+import { idleInstancesOf, idleMigGpus, wholeGpusWith } from './policies/common.js';
 import { RECUT_RULE } from './policies/migpool.js';
 import type { ClusterView, GpuView, JobSpec, PolicyContext, RunningJobView } from './types.js';
 
@@ -77,8 +77,10 @@ describe('explainPending', () => {
     const view: ClusterView = { now: 0, gpus: [g(0), g(1, [4000, 4001])], queue: [job('two', { gpus: 2 }), job('slice', { profile: '1g.5gb', exactProfile: true })], running: new Map() };
     const r = explainPending(view, ctx);
     expect(r.get('two')).toBe('waiting for 2 whole GPUs (1 idle); GPU 1 runs processes 4000, 4001 that migpool did not start: it starts no job there until they end');
-    // A job that never runs on a whole GPU is not told of it.
-    expect(r.get('slice')).not.toContain('4000');
+    // A slice job hears of it too: the GPU cannot be cut into slices under them.
+    expect(r.get('slice')).toBe('waiting for a 1g.5gb slice (it asked for exactly that profile); GPU 1 runs processes 4000, 4001 that migpool did not start: it starts no job there until they end');
+    // A job that no slice of its model suits (an H100 profile) is not told of it.
+    expect(explainPending({ ...view, queue: [job('h100', { profile: '1g.12gb', exactProfile: true })] }, ctx).get('h100')).not.toContain('4000');
     // And the decision check, shared by both clocks, refuses the GPU.
     expect(checkDecision(view, { kind: 'start-on-gpus', job: 'two', gpus: [0, 1], sharing: 'exclusive' }, queueLookup(view))).toBe(
       "start job 'two' on GPUs 0,1 (exclusive): GPU 1 runs processes 4000, 4001 that migpool did not start",
@@ -92,12 +94,35 @@ describe('explainPending', () => {
     const held: GpuView = { ...gpu, instances: gpu.instances.map((i) => (i.start === 1 ? { ...i, foreignPids: [4002] } : i)) };
     const view: ClusterView = { now: 0, gpus: [held], queue: [job('slice', { profile: '1g.5gb', exactProfile: true })], running: new Map() };
     const r = explainPending(view, ctx);
-    expect(r.get('slice')).toMatch(/; GPU 0's 1g\.5gb at 1 runs process 4002 that migpool did not start: it starts no job there until they end$/);
+    expect(r.get('slice')).toMatch(/; GPU 0's 1g\.5gb at 1 runs process 4002 that migpool did not start: it starts no job there until it ends$/);
     expect(r.get('slice')).not.toMatch(/idle 1x1g/);
     expect(checkDecision(view, { kind: 'start-on-instance', job: 'slice', gpu: 0, start: 1 }, queueLookup(view))).toBe(
       "start job 'slice' on GPU 0 instance at 1: GPU 0's 1g.5gb at 1 runs process 4002 that migpool did not start",
     );
     expect(idleInstancesOf(view, a100.name, '1g.5gb').map((set) => set.size)).toEqual([0, 0]);
+  });
+
+  it('refuses re-partitions that destroy what processes migpool did not start hold, and counts such a GPU not idle', () => {
+    // Found on the live service: a whole-GPU job waited beside a MIG GPU whose idle 1g.5gb ran a
+    // foreign process; the policy asked for MIG off every back-off ("re-partition failed (3 in a row)").
+    const gpu = cut(0, [null, null, null, null, null, null, null]);
+    const held: GpuView = { ...gpu, instances: gpu.instances.map((i) => (i.start === 4 ? { ...i, foreignPids: [4002] } : i)) };
+    const off: GpuView = { id: 1, model: a100, migEnabled: false, instances: [], wholeGpuJobs: [], sharing: 'exclusive', busyUntil: null, foreignPids: [4001] };
+    const view: ClusterView = { now: 0, gpus: [held, off], queue: [job('whole')], running: new Map() };
+    const lookup = queueLookup(view);
+    expect(checkDecision(view, { kind: 'repartition', gpu: 0, layout: null }, lookup)).toBe("re-partition GPU 0 to MIG off: GPU 0's 1g.5gb at 4 runs process 4002 that migpool did not start");
+    expect(checkDecision(view, { kind: 'repartition', gpu: 0, layout: [{ profile: '3g.20gb', start: 4 }] }, lookup)).toBe(
+      "re-partition GPU 0: GPU 0's 1g.5gb at 4 runs process 4002 that migpool did not start and the new layout drops it",
+    );
+    // A layout that keeps the held instance may be cut around it.
+    expect(checkDecision(view, { kind: 'repartition', gpu: 0, layout: [{ profile: '3g.20gb', start: 0 }, { profile: '1g.5gb', start: 4 }] }, lookup)).toBeNull();
+    expect(checkDecision(view, { kind: 'repartition', gpu: 1, layout: [{ profile: '1g.5gb', start: 0 }] }, lookup)).toBe('re-partition GPU 1: GPU 1 runs process 4001 that migpool did not start');
+    expect([...idleMigGpus(view)].map((g) => g.id)).toEqual([]);
+    // The whole-GPU job hears of both: GPU 1 runs some, and GPU 0 cannot go back to MIG off under its slice's.
+    expect(explainPending(view, ctx).get('whole')).toMatch(
+      /; GPU 1 runs process 4001 that migpool did not start; GPU 0's 1g\.5gb at 4 runs process 4002 that migpool did not start: it starts no job there until they end$/,
+    );
+    expect([...idleMigGpus({ ...view, gpus: [gpu, off] })].map((g) => g.id)).toEqual([0]);
   });
 
   // The live demo (issue 17): queued ResNet-50/ImageNet-64 jobs (15.5 GiB) beside idle 1g.5gb and

@@ -48,15 +48,25 @@ export function explainPending(view: ClusterView, ctx: PolicyContext, policy = '
   }
   return out;
 
-  /** The words with the GPUs and slices that would hold the job but run processes migpool did not start. */
+  /**
+   * The words with the GPUs and slices that would hold the job but run processes migpool did not
+   * start: for a whole-GPU job, a MIG-off GPU that runs some, and a MIG GPU one of whose slices
+   * does (it cannot go back to MIG off under them); for a slice job, such a slice, and a MIG-off
+   * GPU that runs some (it cannot be cut into slices under them).
+   */
   function withForeign(job: JobSpec, words: string): string {
     if (foreignGpus.length === 0 && foreignSlices.length === 0) return words;
-    const whole = job.profile !== null && job.exactProfile === true ? [] : foreignGpus.filter((g) => ctx.fits(job, { kind: 'whole', model: g.model }));
+    const wholeOk = !(job.profile !== null && job.exactProfile === true);
+    const whole = wholeOk ? foreignGpus.filter((g) => ctx.fits(job, { kind: 'whole', model: g.model })) : [];
+    const wholeMig = wholeOk ? foreignSlices.filter(({ g }) => ctx.fits(job, { kind: 'whole', model: g.model })).map(({ i }) => i) : [];
     // A job of unknown memory that named no profile is put on no slice (see reason()): no slice holds it.
     const onSlices = job.gpus === 1 && !(memoryOf(job) === null && job.profile === null);
     const slices = onSlices ? foreignSlices.filter(({ g, i }) => suits(job, g.model, i.profile)).map(({ i }) => i) : [];
-    const held = [...whole, ...slices];
-    return held.length === 0 ? words : `${words}; ${held.map(foreignText).join('; ')}: it starts no job there until they end`;
+    const uncut = onSlices ? foreignGpus.filter((g) => g.model.giProfiles.some((p) => suits(job, g.model, p))) : [];
+    const held = [...new Set<GpuView | InstanceView>([...whole, ...uncut, ...wholeMig, ...slices])];
+    if (held.length === 0) return words;
+    const one = held.length === 1 && foreignPidsOf(held[0]!).length === 1;
+    return `${words}; ${held.map(foreignText).join('; ')}: it starts no job there until ${one ? 'it ends' : 'they end'}`;
   }
 
   function reason(job: JobSpec, fits: boolean, before: number): string {
@@ -133,7 +143,7 @@ export function explainPending(view: ClusterView, ctx: PolicyContext, policy = '
     });
     const last = Math.max(...ends);
     const when = Number.isFinite(last) ? `, expected to end in about ${durationText(last, { rough: true })} ${basisOf(jobs)}` : '';
-    const moved = fixed.length === 0 ? '' : fixed.length === jobs.length ? `, which may not be moved` : ` (${fixed.join(', ')} may not be moved)`;
+    const moved = fixed.length === 0 ? '' : fixed.length === jobs.length ? `, which may not be moved` : ` (job ${fixed.join(', ')} may not be moved)`;
     return `a ${best.p.name} on GPU ${best.g.id} needs the slice${jobs.length === 1 ? '' : 's'} of job ${jobs.join(', ')}${moved}${when}`;
   }
 

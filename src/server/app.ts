@@ -14,6 +14,7 @@ import { DASHBOARD_HTML } from './dashboard-page.js';
 import { DASHBOARD_SCRIPT } from './dashboard-script.js';
 import { streamEvents } from './event-stream.js';
 import { visibleGpus } from './visible-gpus.js';
+import { visibleRecord } from './visible-job.js';
 import { createMetrics } from './metrics.js';
 import { visibleMetrics } from './visible-metrics.js';
 import { openApiDocument } from './openapi.js';
@@ -323,27 +324,28 @@ export async function buildServer(opts: ServerOptions): Promise<FastifyInstance>
         ...(q.limit !== undefined ? { limit: q.limit } : {}),
         ...(q.order !== undefined ? { order: q.order } : {}),
       };
-      return { jobs: (await service.listJobs(filter)).map(redacted) };
+      const seen = new Map<string, Promise<boolean>>();
+      return { jobs: await Promise.all((await service.listJobs(filter)).map(async (j) => redacted(await visibleRecord(service, caller, j, seen)))) };
     },
   );
 
   app.get<{ Params: { id: string } }>('/v1/jobs/:id', { schema: { params: jobIdParamsSchema, response: { 200: jobRecordSchema, ...errorResponses } } }, async (request) => {
     const job = await visibleJob(service, callerOf(request), request.params.id);
     if (job === null) throw notFound(`no job ${request.params.id}: list the jobs with GET /v1/jobs (or \`migpool jobs\`)`);
-    return redacted(job);
+    return redacted(await visibleRecord(service, callerOf(request), job));
   });
 
   app.post<{ Params: { id: string } }>('/v1/jobs/:id/cancel', { schema: { params: jobIdParamsSchema, response: { 200: jobRecordSchema, ...errorResponses } } }, async (request) => {
     const job = (await visibleJob(service, callerOf(request), request.params.id)) && (await service.cancel(request.params.id));
     if (job === null) throw notFound(`no job ${request.params.id} to cancel: list the jobs with GET /v1/jobs (or \`migpool jobs\`)`);
-    return redacted(job);
+    return redacted(await visibleRecord(service, callerOf(request), job));
   });
 
   app.post<{ Params: { id: string } }>('/v1/jobs/:id/preempt', { schema: { params: jobIdParamsSchema, response: { 200: jobRecordSchema, ...errorResponses } } }, async (request) => {
     if (!service.preempt) throw new ApiError(501, 'NOT_IMPLEMENTED', 'this service cannot preempt jobs');
     const job = (await visibleJob(service, callerOf(request), request.params.id)) && (await service.preempt(request.params.id));
     if (job === null) throw notFound(`no job ${request.params.id} to preempt: list the jobs with GET /v1/jobs (or \`migpool jobs\`)`);
-    return redacted(job);
+    return redacted(await visibleRecord(service, callerOf(request), job));
   });
 
   app.get<{ Params: { id: string }; Querystring: { stream: 'stdout' | 'stderr'; offset: number; limit?: number } }>(

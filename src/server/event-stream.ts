@@ -12,8 +12,8 @@ export interface EventStreamOptions {
   readonly pageSize?: number;
   /** A client this far behind (bytes buffered) is dropped; it reconnects with Last-Event-ID. */
   readonly maxBufferedBytes?: number;
-  /** Which events this client may see (e.g. a user's own jobs'); absent: all. Order is kept. */
-  readonly filter?: (event: EventRecord) => Promise<boolean>;
+  /** Which events this client may see (e.g. a user's own jobs'), and as what (null: not at all); absent: all, as they are. Order is kept. */
+  readonly filter?: (event: EventRecord) => Promise<EventRecord | null>;
   /**
    * Whether the client may still listen (its token is still its user's, with the same rights),
    * asked before each event and at each heartbeat; false ends the stream. One question at a time:
@@ -65,10 +65,11 @@ export function streamEvents(service: PoolService, res: ServerResponse, options:
     const ask = live && authorized !== undefined;
     if (filter === undefined && !ask) return write(event);
     const allowed = ask ? stillAuthorized() : Promise.resolve(true);
-    const verdict = filter === undefined ? Promise.resolve(true) : filter(event).catch(() => false);
+    const verdict = filter === undefined ? Promise.resolve(event) : filter(event).catch(() => null);
     verdicts = verdicts.then(async () => {
       if (!(await allowed)) return stop();
-      if (await verdict) write(event);
+      const shown = await verdict;
+      if (shown !== null) write(shown);
     });
   };
   const unsubscribe = service.subscribe((event) => {

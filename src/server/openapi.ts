@@ -197,7 +197,7 @@ export function openApiDocument(version: string): Record<string, unknown> {
           operationId: 'streamEvents',
           summary: 'Server-sent events: `id: <seq>`, `event: <type>`, `data: <EventRecord>`',
           description:
-            'A text/event-stream. With a `Last-Event-ID` header (or `?after=`), the events after that seq are replayed first, then live ones follow. A comment line is sent every 15 s as a heartbeat.',
+            'A text/event-stream. With a `Last-Event-ID` header (or `?after=`), the events after that seq are replayed first, then live ones follow. A comment line is sent every 15 s as a heartbeat. A user who is no admin gets their own jobs\' events and those of no job, with other users\' job ids left out (an MPS slowdown\'s `foreground` null, a placement\'s MPS `neighbours` their own, others counted in `otherNeighbours`).',
           parameters: [
             { name: 'Last-Event-ID', in: 'header', required: false, schema: { type: 'string', pattern: '^\\d+$' } },
             ...queryParameters(eventQuerySchema),

@@ -96,7 +96,8 @@ const placementSchema: JsonSchema = {
           properties: {
             clientPriority: { type: 'integer', enum: [0, 1], description: 'CUDA_MPS_CLIENT_PRIORITY: 0 normal (foreground), 1 below normal (background).' },
             activeThreadPercentage: { type: ['integer', 'null'], description: 'CUDA_MPS_ACTIVE_THREAD_PERCENTAGE, or null for no limit.' },
-            neighbours: { type: 'array', items: { type: 'string' }, description: 'The other jobs on its GPU now.' },
+            neighbours: { type: 'array', items: { type: 'string' }, description: "The other jobs on its GPU now (to a user who is no admin, their own only)." },
+            otherNeighbours: { type: 'integer', description: "Other users' jobs on its GPU now, counted: their ids are not the caller's to see (absent for an admin)." },
           },
         },
       },

@@ -76,11 +76,23 @@ describe('what a user sees', () => {
     expect(eventFilter(service, { name: 'root', admin: true })).toBeUndefined();
     const visible = eventFilter(service, { name: 'alice', admin: false })!;
     const event = (jobId: string | null) => ({ seq: 1, time: 0, type: 'job-started', jobId, data: {} }) as EventRecord;
-    expect(await visible(event('1'))).toBe(true);
-    expect(await visible(event('1'))).toBe(true);
-    expect(await visible(event('2'))).toBe(false);
-    expect(await visible(event('3'))).toBe(false);
-    expect(await visible(event(null))).toBe(true);
+    expect(await visible(event('1'))).toEqual(event('1'));
+    expect(await visible(event('1'))).toEqual(event('1'));
+    expect(await visible(event('2'))).toBeNull();
+    expect(await visible(event('3'))).toBeNull();
+    expect(await visible(event(null))).toEqual(event(null));
     expect(asked).toBe(3);
+  });
+
+  it("events of a user's own job name other users' jobs by no id (an MPS slowdown's foreground, a placement's neighbours)", async () => {
+    const owners: Record<string, string> = { '1': 'alice', '2': 'bob', '3': 'alice' };
+    const service = { getJob: async (id: string) => (owners[id] === undefined ? null : ({ id, owner: owners[id] } as unknown as JobRecord)) } satisfies Pick<PoolService, 'getJob'>;
+    const visible = eventFilter(service, { name: 'alice', admin: false })!;
+    const backoff = { seq: 1, time: 0, type: 'mps-backoff', jobId: '1', data: { gpu: 0, foreground: '2', slowdown: 1.3 } } as EventRecord;
+    expect((await visible(backoff))?.data).toEqual({ gpu: 0, foreground: null, slowdown: 1.3 });
+    expect((await visible({ ...backoff, data: { gpu: 0, foreground: '3' } }))?.data).toEqual({ gpu: 0, foreground: '3' });
+    const mps = { clientPriority: 1, activeThreadPercentage: null, neighbours: ['2', '3'] };
+    const started = { seq: 2, time: 0, type: 'job-started', jobId: '1', data: { attempt: 1, placement: { kind: 'gpus', gpus: [0], sharing: 'mps', devices: [], mps } } } as EventRecord;
+    expect((await visible(started))?.data).toEqual({ attempt: 1, placement: { kind: 'gpus', gpus: [0], sharing: 'mps', devices: [], mps: { ...mps, neighbours: ['3'], otherNeighbours: 1 } } });
   });
 });

@@ -97,19 +97,37 @@ export async function visibleJob(service: Pick<PoolService, 'getJob'>, caller: C
 }
 
 /**
- * Which events `caller` may receive on /v1/events: all for an admin; for others, the events of
- * their own jobs and those of no job (GPUs, the service). The owner of each job is looked up once.
+ * Which events `caller` may receive on /v1/events, and as what: all, as they are, for an admin;
+ * for others, the events of their own jobs and those of no job (GPUs, the service), with other
+ * users' job ids taken out of their own jobs' events as GET /v1/jobs/ID takes them out
+ * (visible-job.ts): an MPS slowdown's `foreground` is null when it is another user's job, a
+ * placement's MPS `neighbours` lists their own (others counted in `otherNeighbours`). The owner
+ * of each job is looked up once.
  */
-export function eventFilter(service: Pick<PoolService, 'getJob'>, caller: Caller): ((event: EventRecord) => Promise<boolean>) | undefined {
+export function eventFilter(service: Pick<PoolService, 'getJob'>, caller: Caller): ((event: EventRecord) => Promise<EventRecord | null>) | undefined {
   if (caller.admin) return undefined;
   const owners = new Map<string, Promise<string | null>>();
-  return async (event) => {
-    if (event.jobId === null) return true;
-    let owner = owners.get(event.jobId);
+  const owns = async (id: string): Promise<boolean> => {
+    let owner = owners.get(id);
     if (owner === undefined) {
-      owner = service.getJob(event.jobId).then((j) => j?.owner ?? null);
-      owners.set(event.jobId, owner);
+      owner = service.getJob(id).then((j) => j?.owner ?? null);
+      owners.set(id, owner);
     }
     return (await owner) === caller.name;
+  };
+  return async (event) => {
+    if (event.jobId === null) return event;
+    if (!(await owns(event.jobId))) return null;
+    const data = event.data as { foreground?: unknown; placement?: { mps?: { neighbours?: unknown } } } | null;
+    if (data === null || typeof data !== 'object') return event;
+    let out = data as Record<string, unknown>;
+    if (typeof data.foreground === 'string' && !(await owns(data.foreground))) out = { ...out, foreground: null };
+    const neighbours = data.placement?.mps?.neighbours;
+    if (Array.isArray(neighbours) && neighbours.length > 0) {
+      const own: string[] = [];
+      for (const id of neighbours) if (typeof id === 'string' && (await owns(id))) own.push(id);
+      if (own.length < neighbours.length) out = { ...out, placement: { ...data.placement, mps: { ...data.placement!.mps, neighbours: own, otherNeighbours: neighbours.length - own.length } } };
+    }
+    return out === data ? event : { ...event, data: out };
   };
 }

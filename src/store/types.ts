@@ -152,6 +152,8 @@ export type JobPlacement =
         readonly activeThreadPercentage: number | null;
         /** The other jobs on its GPU: when it started in the store, as they are now in the API. */
         readonly neighbours: readonly string[];
+        /** Neighbours of other users, counted (the API to a user who is no admin: `neighbours` lists their own only). */
+        readonly otherNeighbours?: number;
       };
     };
 

@@ -19,7 +19,7 @@ export interface ClusterIndex {
    * start on now: `[on GPUs already running a job, on GPUs running none]`.
    */
   idleInstances(model: string, profile: string): readonly [ReadonlySet<InstanceView>, ReadonlySet<InstanceView>];
-  /** MIG-on GPUs not being re-partitioned with no job on any instance. */
+  /** MIG-on GPUs not being re-partitioned with no job and no foreign process on any instance. */
   idleMigGpus(): ReadonlySet<GpuView>;
   /** GPUs being re-partitioned now (busyUntil later than now). */
   reconfiguringGpus(): ReadonlySet<GpuView>;
@@ -101,11 +101,11 @@ export function idleInstancesOf(view: ClusterView, model: string, profile: strin
   return [busy, idle];
 }
 
-/** MIG-on GPUs, settled, with no job on any instance. */
+/** MIG-on GPUs, settled, with no job and no foreign process on any instance (one that has some cannot go back to MIG off). */
 export function idleMigGpus(view: ClusterView): ReadonlySet<GpuView> {
   const index = indexOf(view);
   if (index) return index.idleMigGpus();
-  return new Set(view.gpus.filter((g) => g.migEnabled && isSettled(g, view.now) && g.instances.every((i) => i.job === null)));
+  return new Set(view.gpus.filter((g) => g.migEnabled && isSettled(g, view.now) && g.instances.every((i) => i.job === null && foreignPidsOf(i).length === 0)));
 }
 
 /** GPUs with a re-partition in progress. */
