@@ -25,6 +25,11 @@ export interface ExecuteOptions {
    * --force on a simulated machine), then apply again`, the apply command's advice].
    */
   readonly inUseAdvice?: string;
+  /**
+   * What the caller should be told to do when an operation fails part way [`run apply again to
+   * finish`, the apply command's advice; the service retries by itself].
+   */
+  readonly failureAdvice?: string;
 }
 
 /** What an apply did. */
@@ -114,7 +119,7 @@ export async function executePlans(port: GpuPort, plans: readonly GpuPlan[], tar
       state.failure = why;
       journal.write(state);
       const left = state.operations.filter((o) => o.status === 'pending').length;
-      const progress = `${done} of ${ordered.length} operations done, ${left} not started; run apply again to finish (journal: ${journal.path})`;
+      const progress = `${done} of ${ordered.length} operations done, ${left} not started; ${options.failureAdvice ?? 'run apply again to finish'} (journal: ${journal.path})`;
       if (e instanceof GpuError) throw new GpuError(e.kind, e.operation, e.gpu, `${e.reason}; ${progress}`);
       throw e;
     }

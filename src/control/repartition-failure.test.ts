@@ -19,10 +19,12 @@ describe('a re-partition the driver refuses', () => {
   it("is reported in the service's words (back-off, what holds the GPU), not the apply command's", async () => {
     const dir = mkdtempSync(join(tmpdir(), 'migpool-repart-'));
     const machine = SimulatedMachine.create(parseSimulateSpec('1xA100-SXM4-40GB'), 1, '1xA100-SXM4-40GB');
-    machine.attachProcess(0, { name: 'foreign.py' });
+    // The driver refuses the change (as nvidia-smi does when a client it cannot name holds the GPU);
+    // a process the service can see would keep the policy from asking at all (sched/check.ts).
+    for (let i = 0; i < 5; i++) machine.injectFault({ operation: 'setMigMode', gpu: 0, kind: 'in-use', message: 'Unable to enable MIG mode: In use by another client' });
     const store = await openSqliteStore(join(dir, 'migpool.db'));
     await store.init();
-    // A policy that wants GPU 0 cut into seven 1g.5gb slices while a process it did not start holds it.
+    // A policy that wants GPU 0 cut into seven 1g.5gb slices.
     const policy: Policy = {
       name: 'cut-once',
       decide: (view) => (view.gpus[0]?.migEnabled ? [] : [{ kind: 'repartition', gpu: 0, layout: [0, 1, 2, 3, 4, 5, 6].map((start) => ({ profile: '1g.5gb', start })) }]),
@@ -39,7 +41,7 @@ describe('a re-partition the driver refuses', () => {
       failed = (await service.events(0)).find((e) => e.type === 'gpu-reconfigure-failed')?.data as typeof failed;
       if (!failed) await new Promise((r) => setTimeout(r, 25));
     }
-    expect(failed?.error).toMatch(/processes \d+ run on .*nothing changed: the service leaves this GPU alone and tries again after a back-off/);
+    expect(failed?.error).toMatch(/In use by another client; 0 of \d+ operations done, \d+ not started; the service plans this GPU afresh after a back-off/);
     expect(failed?.error).not.toMatch(/apply again|--force/);
     expect(failed?.retryInSeconds).toBeGreaterThan(0);
     expect(machine.listGpus()[0]?.migMode?.current).toBe('disabled');
@@ -50,6 +52,6 @@ describe('a re-partition the driver refuses', () => {
       await new Promise((r) => setTimeout(r, 25));
       pending = (await service.getJob(job.id))?.pending ?? '';
     }
-    expect(pending).toMatch(/GPU 0 is not re-partitioned for \d+ s more: its last try failed \(.*processes \d+ run on/);
+    expect(pending).toMatch(/GPU 0 is not re-partitioned for \d+ s more: its last try failed \(.*In use by another client/);
   });
 });

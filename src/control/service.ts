@@ -724,6 +724,7 @@ export class PoolServiceImpl implements PoolService {
           const journal = new JournalFile(join(this.o.dataDir, 'journal', `gpu-${g.index}.json`));
           const r = await executePlans(this.o.gpu, [planned.plan], `policy ${this.o.policy.name}: GPU ${g.index} layout ${d.layout === null ? 'MIG off' : d.layout.map((x) => `${x.profile}@${x.start}`).join('+')}`, journal, {
             inUseAdvice: 'the service leaves this GPU alone and tries again after a back-off (processes it did not start hold it: end them, or detach them with `migpool sim detach` on a simulated machine)',
+            failureAdvice: 'the service plans this GPU afresh after a back-off',
           });
           this.reconfigurations++;
           this.repartitionFailures.delete(g.index);
