@@ -53,6 +53,12 @@ describe('explainPending', () => {
     expect(r.get('big')).toBe(
       'waiting for a whole GPU or a larger slice: the idle slices (2x1g.5gb) are too small for it (it needs 20 GiB); no GPU here can be cut into a slice that holds it: it waits for a whole GPU (1 job ahead in line)',
     );
+    // After a policy's own words (which say what goes ahead of it in its order), the queue's count
+    // is named for what it is: arrival order.
+    const own = new Map([['big', 'waiting for 1 whole GPU (0 left after the jobs ahead of it)']]);
+    expect(explainPending(view, fitsByMemory, 'migpool', own).get('big')).toBe(
+      'waiting for 1 whole GPU (0 left after the jobs ahead of it); the idle slices (2x1g.5gb) are too small for it (it needs 20 GiB); no GPU here can be cut into a slice that holds it: it waits for a whole GPU (1 job queued before it)',
+    );
   });
 
   it('tells a job of unknown memory beside idle slices that it waits for a whole GPU, and how to let it use a slice', () => {

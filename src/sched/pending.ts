@@ -105,7 +105,9 @@ export function explainPending(view: ClusterView, ctx: PolicyContext, policy = '
     const usable = usableNow(job);
     if (usable !== '') return `${words}; idle ${usable} would hold it: ${by} keeps it off them`;
     if (job.exactProfile === true) return words;
-    return `${words}; the idle slices (${countList(idleSlices.map((x) => x.i.profile.name))}) are too small for it${needOf(job)}; ${larger(job, aheadInLine(view.queue.indexOf(job)))}`;
+    // The policy's words say what goes ahead of it in its own order; the queue's is arrival order.
+    const before = view.queue.indexOf(job);
+    return `${words}; the idle slices (${countList(idleSlices.map((x) => x.i.profile.name))}) are too small for it${needOf(job)}; ${larger(job, `${before} job${before === 1 ? '' : 's'} queued before it`)}`;
   }
 
   /** The idle resources that would hold the job now, in words ('' for none). */
