@@ -106,8 +106,7 @@ export function explainPending(view: ClusterView, ctx: PolicyContext, policy = '
     if (usable !== '') return `${words}; idle ${usable} would hold it: ${by} keeps it off them`;
     if (job.exactProfile === true) return words;
     // The policy's words say what goes ahead of it in its own order; the queue's is arrival order.
-    const before = view.queue.indexOf(job);
-    return `${words}; the idle slices (${countList(idleSlices.map((x) => x.i.profile.name))}) are too small for it${needOf(job)}; ${larger(job, `${before} job${before === 1 ? '' : 's'} queued before it`)}`;
+    return `${words}; the idle slices (${countList(idleSlices.map((x) => x.i.profile.name))}) are too small for it${needOf(job)}; ${larger(job, jobsBefore(view.queue.indexOf(job), 'queued before it'))}`;
   }
 
   /** The idle resources that would hold the job now, in words ('' for none). */
@@ -183,7 +182,12 @@ function needOf(job: JobSpec): string {
 }
 
 function aheadInLine(n: number): string {
-  return `${n} job${n === 1 ? '' : 's'} ahead in line`;
+  return jobsBefore(n, 'ahead in line');
+}
+
+/** `3 jobs ahead in line`, `1 job queued before it`. */
+function jobsBefore(n: number, where: string): string {
+  return `${n} job${n === 1 ? '' : 's'} ${where}`;
 }
 
 /** `2x1g.5gb, 1x2g.10gb` in first-seen order. */

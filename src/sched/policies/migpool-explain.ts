@@ -71,11 +71,13 @@ export function explainWaiting(
       case 'profile':
         text = `waiting for a ${r.profile} slice (none idle)`;
         break;
-      case 'capped':
+      case 'capped': {
+        const n = historyOf(view, job.id).preemptions;
         text =
-          `it has been preempted ${historyOf(view, job.id).preemptions === 1 ? 'once' : `${historyOf(view, job.id).preemptions} times`}, the most allowed, so once started it keeps its GPUs to its end; ` +
+          `it has been preempted ${n === 1 ? 'once' : `${n} times`}, the most allowed, so once started it keeps its GPUs to its end; ` +
           `it waits until no job with less attained service waits for whole GPUs (it has ${attained} GPU-seconds)`;
         break;
+      }
       case 'next':
         text = 'starts in the next scheduling pass (its GPU is being prepared)';
         break;

@@ -21,22 +21,29 @@ interface Logged {
   readonly d: Decision;
 }
 
-function run(fleet: string, jobs: TraceJob[], tuning: Partial<MigpoolTuning> = {}): { result: SimulationResult; log: Logged[]; policy: Policy; views: ClusterView[] } {
+/**
+ * Simulates the jobs under migpool, logging its decisions and the views it saw, and the pending
+ * reasons it gave job `explain` after each pass it waited.
+ */
+function run(fleet: string, jobs: TraceJob[], tuning: Partial<MigpoolTuning> = {}, explain?: string): { result: SimulationResult; log: Logged[]; policy: Policy; views: ClusterView[]; reasons: string[] } {
   const inner = migpoolPolicy(tuning);
   const log: Logged[] = [];
   const views: ClusterView[] = [];
+  const reasons: string[] = [];
   const policy: Policy = {
     name: 'migpool',
     decide(view, ctx) {
       const ds = inner.decide(view, ctx);
       for (const d of ds) log.push({ t: view.now, d });
       views.push(view);
+      const why = explain === undefined ? undefined : inner.explain?.(view, ctx).get(explain);
+      if (why !== undefined) reasons.push(why);
       return ds;
     },
     wakeAt: (view) => inner.wakeAt?.(view) ?? null,
   };
   const result = simulate({ fleet: parseFleet(fleet), jobs, policy, seed: 1, preemptionCostSeconds: 60, info: { mode: 'none', seed: 1 } });
-  return { result, log, policy: inner, views };
+  return { result, log, policy: inner, views, reasons };
 }
 
 const startsOf = (log: Logged[], id: string): Decision[] => log.map((l) => l.d).filter((d) => (d.kind === 'start-on-gpus' || d.kind === 'start-on-instance') && d.job === id);
@@ -178,7 +185,7 @@ describe('migpool policy', () => {
     const off = run('4xA100-SXM4-40GB', jobs, { bigTurnShare: Infinity, minRunSeconds: minRun });
     // Without turns J1 waits until J2 ends.
     expect(off.result.jcts[0]!).toBeGreaterThan(140 * hour);
-    const on = run('4xA100-SXM4-40GB', jobs, { minRunSeconds: minRun });
+    const on = run('4xA100-SXM4-40GB', jobs, { minRunSeconds: minRun }, 'J1');
     expect(on.result.metrics.completed).toBe(2);
     // With them it starts again once it has waited 12 h (J2 preempted), and runs to its end.
     const j1Restart = startsOf(on.log, 'J1')[1];
@@ -190,20 +197,7 @@ describe('migpool policy', () => {
     expect(on.result.jcts[0]!).toBeLessThan(62 * hour);
     expect(on.result.jcts[1]!).toBeGreaterThan(140 * hour);
     // While it waits for its turn, its pending reason says so.
-    const inner = migpoolPolicy({ minRunSeconds: minRun });
-    const reasons: string[] = [];
-    const explaining: Policy = {
-      name: 'migpool',
-      decide(view, ctx) {
-        const ds = inner.decide(view, ctx);
-        const why = inner.explain?.(view, ctx).get('J1');
-        if (why !== undefined) reasons.push(why);
-        return ds;
-      },
-      wakeAt: (view) => inner.wakeAt?.(view) ?? null,
-    };
-    simulate({ fleet: parseFleet('4xA100-SXM4-40GB'), jobs, policy: explaining, seed: 1, preemptionCostSeconds: 60, info: { mode: 'none', seed: 1 } });
-    expect(reasons.some((w) => w.includes('jobs of 2+ GPUs that ran long take turns, first come first served: its turn comes once it has waited 12 h'))).toBe(true);
+    expect(on.reasons.some((w) => w.includes('jobs of 2+ GPUs that ran long take turns, first come first served: its turn comes once it has waited 12 h'))).toBe(true);
   });
 
   it('keeps a small running job ahead of a big one whose turn has come', () => {
@@ -252,22 +246,10 @@ describe('migpool policy', () => {
       job('S', 400, 3600, { workload: large }),
       job('T', 400, 3600, { workload: large, gpus: 2 }),
     ];
-    const inner = migpoolPolicy(tuning);
-    const reasons: string[] = [];
-    const explaining: Policy = {
-      name: 'migpool',
-      decide(view, ctx) {
-        const ds = inner.decide(view, ctx);
-        const why = inner.explain?.(view, ctx).get('X');
-        if (why !== undefined) reasons.push(why);
-        return ds;
-      },
-      wakeAt: (view) => inner.wakeAt?.(view) ?? null,
-    };
-    const on = simulate({ fleet: parseFleet('2xA100-SXM4-40GB'), jobs, policy: explaining, seed: 1, preemptionCostSeconds: 60, info: { mode: 'none', seed: 1 } });
-    expect(on.metrics.completed).toBe(4);
-    expect(on.jcts[3]!).toBeLessThan(4 * 3600);
-    expect(reasons.some((w) => w.startsWith('it has been preempted once, the most allowed, so once started it keeps its GPUs to its end'))).toBe(true);
+    const on = run('2xA100-SXM4-40GB', jobs, tuning, 'X');
+    expect(on.result.metrics.completed).toBe(4);
+    expect(on.result.jcts[3]!).toBeLessThan(4 * 3600);
+    expect(on.reasons.some((w) => w.startsWith('it has been preempted once, the most allowed, so once started it keeps its GPUs to its end'))).toBe(true);
     // Without the rule X starts beside S and T waits until X ends.
     const off = run('2xA100-SXM4-40GB', jobs, { ...tuning, cappedWaitsForYounger: false });
     expect(off.result.jcts[3]!).toBeGreaterThan(10 * 3600);

@@ -457,6 +457,8 @@ export function migpoolPolicy(tuning: Partial<MigpoolTuning> = {}): Policy {
 
   /** Fewest GPUs of a job that takes turns in the last level (BIG_TURN_SHARE of the fleet). */
   const bigGpusOf = (view: ClusterView): number => (t.bigTurnShare === Infinity ? Infinity : Math.max(1, Math.ceil(t.bigTurnShare * view.gpus.length)));
+  /** When a waiting job's turn comes in the last level (Infinity: it takes no turns: not big, or not in the last level). */
+  const turnAtOf = (st: JobState, job: JobSpec, bigGpus: number): number => (job.gpus >= bigGpus && st.level === queues.length - 1 ? st.waitingSince + t.bigTurnAfterSeconds : Infinity);
   /**
    * Big jobs take turns in the last level (BIG_TURN_SHARE): its running jobs smaller than `bigGpus`
    * first, in their order; then its big running jobs and the big jobs that waited their turn,
@@ -471,7 +473,7 @@ export function migpoolPolicy(tuning: Partial<MigpoolTuning> = {}): Policy {
       if (r) (r.spec.gpus < bigGpus ? small : big).push(id);
       else {
         const j = queued.get(id);
-        if (j && j.gpus >= bigGpus && view.now - (states.get(id) as JobState).waitingSince >= t.bigTurnAfterSeconds) big.push(id);
+        if (j && turnAtOf(states.get(id) as JobState, j, bigGpus) <= view.now) big.push(id);
         else rest.push(id);
       }
     }
@@ -518,11 +520,9 @@ export function migpoolPolicy(tuning: Partial<MigpoolTuning> = {}): Policy {
       for (const j of view.queue) {
         const st = stateOf(view, j.id, Math.min(view.now, j.arrival));
         // A big job waiting in the last level: its turn comes after bigTurnAfterSeconds (a wake-up then).
-        if (j.gpus >= bigGpus && st.level === last) {
-          const turnAt = st.waitingSince + t.bigTurnAfterSeconds;
-          if (turnAt <= view.now) bigTurn = true;
-          else if (turnAt < nextAging) nextAging = turnAt;
-        }
+        const turnAt = turnAtOf(st, j, bigGpus);
+        if (turnAt <= view.now) bigTurn = true;
+        else if (turnAt < nextAging) nextAging = turnAt;
         if (j.priority === 'background') {
           background = true;
           // A background job that waited long ranks as a foreground one (a wake-up when it will).
@@ -736,8 +736,8 @@ export function migpoolPolicy(tuning: Partial<MigpoolTuning> = {}): Policy {
         of: (id) => {
           const st = states.get(id);
           const j = byId.get(id);
-          if (!st || !j || j.gpus < bigGpus || st.level !== queues.length - 1) return null;
-          return view.now - st.waitingSince >= t.bigTurnAfterSeconds ? 'now' : 'waiting';
+          const turnAt = st && j ? turnAtOf(st, j, bigGpus) : Infinity;
+          return turnAt === Infinity ? null : turnAt <= view.now ? 'now' : 'waiting';
         },
         gpus: bigGpus,
         afterSeconds: t.bigTurnAfterSeconds,
