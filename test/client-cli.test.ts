@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { Command, CommanderError } from 'commander';
 import type { FastifyInstance } from 'fastify';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { ServiceClient } from '../src/cli/client.js';
 import { registerClient } from '../src/cli/commands/client.js';
 import { registerSubmit } from '../src/cli/commands/submit.js';
 import { exitCodeFor, MigpoolError } from '../src/errors.js';
@@ -180,6 +181,22 @@ describe('migpool jobs', () => {
     );
     expect((await run('jobs', '--data-dir', dataDir, '--limit', '0')).code).toBe(2);
   });
+
+  it("follows the service's pages: every job without a limit, and a --limit above one page", async () => {
+    // 10003 jobs: more than the service's largest page (10000) and its default one (500).
+    await fake.submitMany(Array.from({ length: 10_000 }, (_, i) => ({ name: `bulk-${i}`, command: ['true'] })));
+    const client = await ServiceClient.connect({ dataDir });
+    const all = await client.listJobs();
+    expect(all).toHaveLength(10_003);
+    expect(all.map((j) => Number(j.id))).toEqual(Array.from({ length: 10_003 }, (_, i) => i + 1));
+    expect(await client.collectJobs({ states: ['queued'], limit: 3, order: 'desc' })).toMatchObject({ jobs: [{ id: '10003' }, { id: '10002' }, { id: '10001' }], next: '10001' });
+    const big = await run('jobs', '--data-dir', dataDir, '--limit', '10002', '--json');
+    expect(big.code, big.err).toBe(0);
+    const page = JSON.parse(big.out) as { jobs: { id: string }[]; next: string | null };
+    expect([page.jobs.length, page.jobs[0]?.id, page.jobs.at(-1)?.id, page.next]).toEqual([10_002, '10003', '2', '2']);
+    const rest = JSON.parse((await run('jobs', '--data-dir', dataDir, '--limit', '10002', '--after', '2', '--json')).out) as { jobs: { id: string }[]; next: string | null };
+    expect(rest).toMatchObject({ jobs: [{ id: '1' }], next: null });
+  }, 60_000);
 
   it('says "no jobs" when none match', async () => {
     expect((await run('jobs', '--data-dir', dataDir, '--state', 'cancelled')).out).toBe('no jobs\n');

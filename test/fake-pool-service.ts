@@ -87,7 +87,8 @@ export class FakePoolService implements PoolService {
     if (filter.priority) jobs = jobs.filter((j) => j.spec.priority === filter.priority);
     if (filter.owner !== undefined) jobs = jobs.filter((j) => j.owner === filter.owner);
     if (filter.after !== undefined) jobs = jobs.filter((j) => (desc ? Number(j.id) < Number(filter.after) : Number(j.id) > Number(filter.after)));
-    return jobs.slice(0, filter.limit ?? 1000);
+    // As the stores: no limit lists every match.
+    return filter.limit === undefined ? jobs : jobs.slice(0, filter.limit);
   }
 
   async cancel(id: string): Promise<JobRecord | null> {

@@ -2,6 +2,7 @@ import { badInput, MigpoolError } from '../errors.js';
 import { defaultDataDir, readServerInfo, readToken, tokenPath } from '../server/files.js';
 import type { LogChunk } from '../control/service-port.js';
 import type { JobFilter, JobRecord } from '../store/types.js';
+import { MAX_JOB_PAGE, type JobPage } from '../server/job-page.js';
 
 /** How a client command finds the service: flags, else environment, else the data dir. */
 export interface ConnectOptions {
@@ -99,7 +100,12 @@ export class ServiceClient {
     }
   }
 
-  async listJobs(filter: JobFilter = {}): Promise<JobRecord[]> {
+  /**
+   * One page of `GET /v1/jobs` (at most `filter.limit` jobs, the service's default page when
+   * absent) and `next`, the `after` of the next page (null on the last). A service from before
+   * pages answers no `next`: it listed every match, so null.
+   */
+  async jobsPage(filter: JobFilter = {}): Promise<JobPage<JobRecord>> {
     const q = new URLSearchParams();
     if (filter.states && filter.states.length > 0) q.set('state', filter.states.join(','));
     if (filter.priority) q.set('priority', filter.priority);
@@ -107,7 +113,32 @@ export class ServiceClient {
     if (filter.limit !== undefined) q.set('limit', String(filter.limit));
     if (filter.order) q.set('order', filter.order);
     const query = q.toString();
-    return (await this.request<{ jobs: JobRecord[] }>('GET', `/v1/jobs${query ? `?${query}` : ''}`)).jobs;
+    const page = await this.request<{ jobs: JobRecord[]; next?: string | null }>('GET', `/v1/jobs${query ? `?${query}` : ''}`);
+    return { jobs: page.jobs, next: page.next ?? null };
+  }
+
+  /**
+   * The jobs that match, following the service's pages ({@link MAX_JOB_PAGE} a request): at most
+   * `filter.limit` of them (every one when absent), and `next`, the `after` that goes on from the
+   * last one returned (null when no more match).
+   */
+  async collectJobs(filter: JobFilter = {}): Promise<JobPage<JobRecord>> {
+    const jobs: JobRecord[] = [];
+    if (filter.limit !== undefined && filter.limit < 1) return { jobs, next: null };
+    let after = filter.after;
+    for (;;) {
+      const want = filter.limit === undefined ? MAX_JOB_PAGE : Math.min(MAX_JOB_PAGE, filter.limit - jobs.length);
+      const page = await this.jobsPage({ ...filter, ...(after !== undefined ? { after } : {}), limit: want });
+      jobs.push(...page.jobs);
+      if (page.next === null || page.jobs.length === 0) return { jobs, next: null };
+      if (filter.limit !== undefined && jobs.length >= filter.limit) return { jobs, next: page.next };
+      after = page.next;
+    }
+  }
+
+  /** Every job that matches (at most `filter.limit`), however many pages the service answers them in. */
+  async listJobs(filter: JobFilter = {}): Promise<JobRecord[]> {
+    return [...(await this.collectJobs(filter)).jobs];
   }
 
   getJob(id: string): Promise<JobRecord> {

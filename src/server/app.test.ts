@@ -231,11 +231,48 @@ describe('GET /v1/jobs', () => {
     expect(state.statusCode).toBe(400);
     expect(state.json()).toMatchObject({ error: { code: 'BAD_INPUT', path: 'state' } });
     expect(state.json<{ error: { message: string } }>().error.message).toContain("unknown job state 'sleeping'");
-    const limit = await app.inject(get('/v1/jobs?limit=0'));
-    expect(limit.statusCode).toBe(400);
-    expect(limit.json()).toMatchObject({ error: { code: 'BAD_INPUT', path: 'limit' } });
+    for (const bad of ['0', 'abc', '10001', '1.5', '-1', '']) {
+      const limit = await app.inject(get(`/v1/jobs?limit=${bad}`));
+      expect(limit.statusCode, bad).toBe(400);
+      expect(limit.json(), bad).toMatchObject({ error: { code: 'BAD_INPUT', path: 'limit' } });
+      const message = limit.json<{ error: { message: string } }>().error.message;
+      expect(message, bad).toMatch(/^querystring limit .*: give a whole number from 1 to 10000 \(jobs per page, 500 when absent\), and ask for the following pages with \?after=<next>$/);
+    }
+    expect((await app.inject(get('/v1/jobs?limit=2&limit=3'))).json<{ error: { message: string } }>().error.message).toContain('querystring limit is given 2 times: give it once');
+    const after = await app.inject(get('/v1/jobs?after=abc'));
+    expect(after.statusCode).toBe(400);
+    expect(after.json()).toMatchObject({ error: { code: 'BAD_INPUT', path: 'after', message: expect.stringContaining("querystring after 'abc' is not a job id: give the `next` of the page before") } });
     expect((await app.inject(get('/v1/jobs?order=up'))).json()).toMatchObject({ error: { path: 'order' } });
     expect((await app.inject(get('/v1/jobs?priority=urgent'))).statusCode).toBe(400);
+  });
+
+  it('answers a page of 500 jobs by default, with `next` to follow until it is null', async () => {
+    await fake.submitMany(Array.from({ length: 1196 }, (_, i) => ({ ...spec, name: `bulk-${i}` })));
+    const page = async (url: string) => {
+      const res = await app.inject(get(url));
+      expect(res.statusCode, url).toBe(200);
+      return res.json<{ jobs: { id: string }[]; next: string | null }>();
+    };
+    const first = await page('/v1/jobs');
+    expect(first.jobs).toHaveLength(500);
+    expect(first.next).toBe('500');
+    const ids: string[] = [];
+    let next: string | null = null;
+    let pages = 0;
+    do {
+      const p = await page(`/v1/jobs${next === null ? '' : `?after=${next}`}`);
+      ids.push(...p.jobs.map((j) => j.id));
+      next = p.next;
+      pages++;
+    } while (next !== null);
+    expect(pages).toBe(3);
+    expect(ids).toEqual(Array.from({ length: 1200 }, (_, i) => String(i + 1)));
+    // Other filters and the order page alike; an exact fit ends with next null.
+    const desc = await page('/v1/jobs?order=desc&limit=2');
+    expect([desc.jobs.map((j) => j.id), desc.next]).toEqual([['1200', '1199'], '1199']);
+    expect((await page('/v1/jobs?order=desc&limit=2&after=1199')).jobs.map((j) => j.id)).toEqual(['1198', '1197']);
+    expect(await page('/v1/jobs?state=running&limit=1')).toMatchObject({ jobs: [{ id: '3' }], next: null });
+    expect((await page('/v1/jobs?limit=10000')).jobs).toHaveLength(1200);
   });
 
   it('serialises placements of both kinds', async () => {
@@ -567,7 +604,7 @@ describe('users', () => {
       expect(res.body, url).not.toMatch(/alice|KEY/);
     }
     expect(fake.jobs.get('1')!.state).toBe('queued');
-    expect((await as('bob-token', 'GET', '/v1/jobs')).json()).toEqual({ jobs: [] });
+    expect((await as('bob-token', 'GET', '/v1/jobs')).json()).toEqual({ jobs: [], next: null });
     expect((await as('alice-token', 'GET', '/v1/jobs/1/logs')).json<{ text: string }>().text).toBe('alice log line\n');
     expect((await as('root-token', 'GET', '/v1/jobs/1/logs')).json<{ text: string }>().text).toBe('alice log line\n');
     expect((await as('root-token', 'POST', '/v1/jobs/1/cancel')).json()).toMatchObject({ state: 'cancelled', owner: 'alice' });

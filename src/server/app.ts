@@ -14,6 +14,7 @@ import { DASHBOARD_HTML } from './dashboard-page.js';
 import { DASHBOARD_SCRIPT } from './dashboard-script.js';
 import { streamEvents } from './event-stream.js';
 import { visibleGpus } from './visible-gpus.js';
+import { checkAfter, pageLimit, pageOf } from './job-page.js';
 import { visibleRecord } from './visible-job.js';
 import { createMetrics } from './metrics.js';
 import { visibleMetrics } from './visible-metrics.js';
@@ -309,23 +310,34 @@ export async function buildServer(opts: ServerOptions): Promise<FastifyInstance>
 
   app.get<{ Querystring: { state?: string[]; priority?: 'foreground' | 'background'; user?: string; after?: string; limit?: number; order?: 'asc' | 'desc' } }>(
     '/v1/jobs',
-    { schema: { querystring: jobListQuerySchema, response: { 200: jobListSchema, ...errorResponses } } },
+    {
+      schema: { querystring: jobListQuerySchema, response: { 200: jobListSchema, ...errorResponses } },
+      // `limit` and `after` are checked before the schema, for messages that name the fix (paging).
+      preValidation: async (request) => {
+        const raw = request.query as Record<string, unknown>;
+        pageLimit(raw['limit']);
+        checkAfter(raw['after']);
+      },
+    },
     async (request) => {
       const q = request.query;
       const states = parseStates(q.state);
       // Users list their own jobs; admins everyone's, or one user's with `?user=`.
       const caller = callerOf(request);
       const owner = caller.admin ? q.user : caller.name;
+      const limit = pageLimit(q.limit);
       const filter: JobFilter = {
         ...(states !== undefined ? { states } : {}),
         ...(q.priority !== undefined ? { priority: q.priority } : {}),
         ...(owner !== undefined ? { owner } : {}),
         ...(q.after !== undefined ? { after: q.after } : {}),
-        ...(q.limit !== undefined ? { limit: q.limit } : {}),
+        // One more than the page, to know whether another follows.
+        limit: limit + 1,
         ...(q.order !== undefined ? { order: q.order } : {}),
       };
+      const page = pageOf(await service.listJobs(filter), limit);
       const seen = new Map<string, Promise<boolean>>();
-      return { jobs: await Promise.all((await service.listJobs(filter)).map(async (j) => redacted(await visibleRecord(service, caller, j, seen)))) };
+      return { jobs: await Promise.all(page.jobs.map(async (j) => redacted(await visibleRecord(service, caller, j, seen)))), next: page.next };
     },
   );
 

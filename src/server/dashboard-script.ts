@@ -28,7 +28,7 @@ export const DASHBOARD_SCRIPT = String.raw`
     }
   })();
 
-  var state = { jobs: {}, recent: [], queue: [], gpus: [], stats: null, selected: null, live: false };
+  var state = { jobs: {}, recent: [], queue: [], queueNext: null, gpus: [], stats: null, selected: null, live: false };
   var log = { id: null, stream: 'stdout', offset: 0, done: false, timer: null, busy: false };
   var charts = { util: null, jobs: null };
 
@@ -212,7 +212,8 @@ export const DASHBOARD_SCRIPT = String.raw`
   // ---- queue and jobs -----------------------------------------------------------------------
   function renderQueue() {
     var root = clear($('queue'));
-    $('queue-count').textContent = String(state.queue.length);
+    // The queue's first page: more wait when the page has a next one.
+    $('queue-count').textContent = state.queue.length + (state.queueNext != null ? '+' : '');
     if (!state.queue.length) { root.appendChild(el('li', { className: 'empty', text: 'no job waiting' })); return; }
     var now = Date.now();
     state.queue.forEach(function (job) {
@@ -226,6 +227,7 @@ export const DASHBOARD_SCRIPT = String.raw`
         job.pending ? el('span', { className: 'why', text: job.pending }) : null,
       ]));
     });
+    if (state.queueNext != null) root.appendChild(el('li', { className: 'more', text: 'more jobs wait after these ' + state.queue.length + ': list them all with migpool jobs --state queued' }));
   }
 
   function renderJobs() {
@@ -415,6 +417,7 @@ export const DASHBOARD_SCRIPT = String.raw`
       state.gpus = r[0].gpus;
       state.recent = r[1].jobs;
       state.queue = r[2].jobs;
+      state.queueNext = r[2].next;
       state.stats = r[3];
       state.recent.concat(state.queue).forEach(function (j) { state.jobs[j.id] = j; });
       renderHeader(); renderGpus(); renderQueue(); renderJobs(); renderCharts(); renderDetails();

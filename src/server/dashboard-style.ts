@@ -59,6 +59,7 @@ main { padding: 16px 20px 40px; display: flex; flex-direction: column; gap: 16px
 .queue { list-style: none; margin: 0; padding: 0; max-height: 330px; overflow: auto; }
 .queue li { display: flex; align-items: center; gap: 8px; padding: 6px 4px; border-bottom: 1px solid var(--line); cursor: pointer; }
 .queue li:hover { background: #f7f9fc; }
+.queue li.more { color: var(--muted); font-size: 12px; cursor: default; }
 .queue .id { color: var(--muted); font-variant-numeric: tabular-nums; min-width: 2.5em; }
 .queue .qname { font-weight: 600; flex: 1; min-width: 0; overflow: hidden; text-overflow: ellipsis; white-space: nowrap; }
 .queue .owner, td.owner { color: var(--muted); font-size: 12px; }

@@ -16,6 +16,7 @@ import {
   statsSchema,
   type JsonSchema,
 } from './schemas.js';
+import { DEFAULT_JOB_PAGE, MAX_JOB_PAGE } from './job-page.js';
 
 /**
  * The OpenAPI 3.1 document of the HTTP API (served at `GET /v1/openapi.json`). It is built from
@@ -116,9 +117,10 @@ export function openApiDocument(version: string): Record<string, unknown> {
         },
         get: {
           operationId: 'listJobs',
-          summary: 'List jobs, by id',
+          summary: 'List jobs, by id, a page at a time',
+          description: `A page of the jobs that match, by id (ascending, or descending with \`order=desc\`): ${DEFAULT_JOB_PAGE} at most, or \`limit\` (1 to ${MAX_JOB_PAGE}; other values answer 400). \`next\` is null on the last page; otherwise the next page is the same query with \`after=<next>\`, until \`next\` is null. A user who is no admin pages through their own jobs.`,
           parameters: queryParameters(jobListQuerySchema),
-          responses: { '200': json('JobList', 'The jobs that match.'), ...errors, ...unauthorized },
+          responses: { '200': json('JobList', 'One page of the jobs that match, and `next`.'), ...errors, ...unauthorized },
         },
       },
       '/v1/jobs/batch': {

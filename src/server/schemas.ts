@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { jobSpecSchema } from '../jobs/job-spec.js';
 import { JOB_STATES } from '../store/types.js';
+import { DEFAULT_JOB_PAGE, MAX_JOB_PAGE } from './job-page.js';
 
 /**
  * JSON Schemas of the HTTP API: fastify validates requests and serialises responses with them, and
@@ -160,11 +161,14 @@ export const jobRecordSchema: JsonSchema = {
   },
 };
 
-/** `{"jobs": [JobRecord...]}`. */
+/** `{"jobs": [JobRecord...], "next": id | null}`: one page of `GET /v1/jobs`. */
 export const jobListSchema: JsonSchema = {
   type: 'object',
-  required: ['jobs'],
-  properties: { jobs: { type: 'array', items: jobRecordSchema } },
+  required: ['jobs', 'next'],
+  properties: {
+    jobs: { type: 'array', items: jobRecordSchema },
+    next: { type: ['string', 'null'], description: 'more jobs match: ask for the next page with the same query and `after` set to this (the last id of this page); null on the last page' },
+  },
 };
 
 /** A piece of a job's log. */
@@ -318,8 +322,8 @@ export const jobListQuerySchema: JsonSchema = {
     state: { type: 'array', items: { type: 'string' }, description: `one or more of ${JOB_STATES.join(', ')}, comma-separated or repeated` },
     priority: priorityEnum,
     user: { type: 'string', maxLength: 64, description: "admins: only this user's jobs (other users always get their own jobs only)" },
-    after: { type: 'string', maxLength: 64, description: 'only ids after this one (in the order asked for)' },
-    limit: { type: 'integer', minimum: 1, maximum: 10000 },
+    after: { type: 'string', maxLength: 64, description: 'only ids after this one (in the order asked for): the `next` of the page before' },
+    limit: { type: 'integer', minimum: 1, maximum: MAX_JOB_PAGE, default: DEFAULT_JOB_PAGE, description: `jobs in this page, 1 to ${MAX_JOB_PAGE} (${DEFAULT_JOB_PAGE} when absent); follow \`next\` for the rest` },
     order: { type: 'string', enum: ['asc', 'desc'], default: 'asc' },
   },
 };

@@ -28,6 +28,11 @@ OPERATIONS: Dict[str, tuple] = {
     "getOpenApi": ("GET", "/v1/openapi.json"),
 }
 
+#: Jobs per page of GET /v1/jobs when none is asked for, and the most one may ask for
+#: (src/server/job-page.ts DEFAULT_JOB_PAGE and MAX_JOB_PAGE; the OpenAPI document's `limit`).
+DEFAULT_PAGE = 500
+MAX_PAGE = 10000
+
 #: States after which a job never changes (the JobRecord schema's state enum).
 FINAL_STATES = ("succeeded", "failed", "cancelled")
 
@@ -96,17 +101,33 @@ class Client:
     def jobs(self, state: Optional[Sequence[str]] = None, priority: Optional[str] = None, after: Optional[str] = None,
              limit: Optional[int] = None, order: str = "asc") -> List[Dict[str, Any]]:
         """Jobs by id (ascending, or descending with order="desc"), optionally only in `state`s
-        (e.g. ["queued", "running"]) or of a `priority`; `after` and `limit` page."""
-        query: Dict[str, str] = {"order": order}
+        (e.g. ["queued", "running"]) or of a `priority`: every one that matches, read a page at
+        a time (see iter_jobs), or the first `limit` of them; `after` starts after that id."""
+        found: List[Dict[str, Any]] = []
+        for job in self.iter_jobs(state=state, priority=priority, after=after, order=order,
+                                  page=MAX_PAGE if limit is None else min(MAX_PAGE, max(1, limit))):
+            if limit is not None and len(found) >= limit:
+                break
+            found.append(job)
+        return found
+
+    def iter_jobs(self, state: Optional[Sequence[str]] = None, priority: Optional[str] = None, after: Optional[str] = None,
+                  order: str = "asc", page: int = DEFAULT_PAGE) -> Iterator[Dict[str, Any]]:
+        """Yields the jobs that match, asking the service for `page` of them at a time (1 to
+        MAX_PAGE) and following each answer's `next` until it is null."""
+        query: Dict[str, str] = {"order": order, "limit": str(page)}
         if state:
             query["state"] = ",".join([state] if isinstance(state, str) else state)
         if priority is not None:
             query["priority"] = priority
-        if after is not None:
-            query["after"] = str(after)
-        if limit is not None:
-            query["limit"] = str(limit)
-        return self._call("listJobs", query=query)["jobs"]
+        while True:
+            if after is not None:
+                query["after"] = str(after)
+            answer = self._call("listJobs", query=query)
+            yield from answer["jobs"]
+            after = answer.get("next")
+            if after is None or not answer["jobs"]:
+                return
 
     def job(self, job_id: str) -> Dict[str, Any]:
         """One job (ApiError with status 404 when there is none)."""

@@ -22,6 +22,7 @@ import uuid
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 from migpool import OPERATIONS, ApiError, Client, ServiceUnreachable  # noqa: E402
+from migpool.client import DEFAULT_PAGE, MAX_PAGE  # noqa: E402
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 SERVICE = {"url": None, "token": None, "proc": None, "dir": None}
@@ -99,6 +100,18 @@ class ClientTest(unittest.TestCase):
         self.assertEqual(len(newest), 1)
         self.assertGreaterEqual(int(newest[0]["id"]), int(b["id"]))
         self.assertNotIn(a["id"], [j["id"] for j in self.client.jobs(state="queued")])
+
+    def test_jobs_follows_the_pages_of_the_service(self) -> None:
+        batch = self.client.submit_many([spec(f"page-{i}", "true") for i in range(3)])
+        ids = [j["id"] for j in batch]
+        # One job a page: each answer's `next` leads to the following page, and the last says none.
+        paged = [j["id"] for j in self.client.iter_jobs(after=str(int(ids[0]) - 1), page=1)]
+        self.assertEqual(paged[:3], ids)
+        self.assertEqual(paged, [j["id"] for j in self.client.jobs(after=str(int(ids[0]) - 1))])
+        self.assertEqual([j["id"] for j in self.client.jobs(after=str(int(ids[0]) - 1), limit=2)], ids[:2])
+        document = self.client.openapi()
+        limit = next(p for p in document["paths"]["/v1/jobs"]["get"]["parameters"] if p["name"] == "limit")
+        self.assertEqual((limit["schema"]["default"], limit["schema"]["maximum"]), (DEFAULT_PAGE, MAX_PAGE))
 
     def test_cancel_stops_a_running_job(self) -> None:
         job = self.client.submit(spec("sleeper", "sleep", "60", killGracePeriod=0))

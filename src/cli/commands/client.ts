@@ -154,16 +154,14 @@ export function registerClient(program: Command, io: Io): void {
       const limit = positive(opts.limit, '--limit', true);
       if (opts.after !== undefined && !/^\d+$/.test(opts.after)) throw badInput(`--after '${opts.after}' is not a job id: give the last ID of the page before`);
       const client = await ServiceClient.connect(opts);
-      // One more than the page, to know whether another page follows.
-      const found = await client.listJobs({
+      // The service answers pages of at most 10000: a bigger --limit follows them.
+      const { jobs, next } = await client.collectJobs({
         ...(states ? { states } : {}),
         ...(opts.priority ? { priority: opts.priority as 'foreground' | 'background' } : {}),
         ...(opts.after !== undefined ? { after: opts.after } : {}),
-        limit: limit + 1,
+        limit,
         order: 'desc',
       });
-      const jobs = found.slice(0, limit);
-      const next = found.length > limit ? (jobs[jobs.length - 1]?.id ?? null) : null;
       if (opts.json) return writeJson(io, { jobs, next });
       if (jobs.length === 0) return io.out('no jobs');
       const now = Date.now();

@@ -171,7 +171,7 @@ export function registerDemo(program: Command, io: Io): void {
       for (;;) {
         const tick = new Promise<'tick'>((r) => setTimeout(() => r('tick'), 5000).unref());
         const why = await Promise.race([tick, stopping]);
-        const jobs = await pool.service.listJobs({ limit: 10_000 });
+        const jobs = await pool.service.listJobs();
         const by = (s: string) => jobs.filter((j) => j.state === s).length;
         const stats = await pool.service.stats();
         const last = stats.timeline.at(-1);
