@@ -128,6 +128,51 @@ describe.skipIf(!haveChromium)('dashboard in chromium', () => {
     }
   });
 
+  it('shows processes migpool did not start on their slice and GPU (pids to an admin, a count to others), and a queue longer than its page', async () => {
+    const other = new FakePoolService();
+    other.addGpu('NVIDIA A100-SXM4-40GB', 7, [
+      ['3g.20gb', 4, 4],
+      ['1g.5gb', 0, 1],
+    ]);
+    other.addGpu('NVIDIA A100-SXM4-40GB', 7, [], false);
+    other.gpuList[0]!.instances[1]!.foreignPids = [4000];
+    other.gpuList[1]!.foreignPids = [4001, 4002];
+    await other.submitMany(Array.from({ length: 501 }, (_, i) => ({ name: `queued-${i}`, command: ['true'], resources: { profile: '1g.5gb' } })));
+    const BOB = 'b'.repeat(64);
+    const server = await buildServer({ service: other, callers: async (t) => (t === TOKEN ? { name: 'admin', admin: true } : t === BOB ? { name: 'bob', admin: false } : null), processMetrics: false });
+    const otherUrl = await server.listen({ host: '127.0.0.1', port: 0 });
+    try {
+      const slices = async (token: string) => {
+        const page = await context.newPage();
+        await page.goto(`${otherUrl}/?token=${token}`);
+        await page.waitForSelector('body[data-loaded]');
+        const seen = await page.locator('.gpu .slice').evaluateAll((nodes) => nodes.map((n) => [n.className, n.querySelector('.profile')!.textContent, n.querySelector('.job')!.textContent]));
+        return { page, seen };
+      };
+      const admin = await slices(TOKEN);
+      expect(admin.seen).toEqual([
+        ['slice foreign', '1g.5gb', 'process 4000 (not started by migpool)'],
+        ['slice free', '3 slices', 'free'],
+        ['slice idle', '3g.20gb', 'idle'],
+        ['slice foreign', 'whole GPU', 'processes 4001, 4002 (not started by migpool)'],
+      ]);
+      expect(await admin.page.locator('.gpu[data-gpu="0"] .slice.foreign').getAttribute('title')).toContain('no job starts here until it ends');
+      // The queue shows its first page (500) and says more wait.
+      expect(await admin.page.locator('#queue-count').textContent()).toBe('500+');
+      expect(await admin.page.locator('#queue li[data-job]').count()).toBe(500);
+      expect(await admin.page.locator('#queue li.more').textContent()).toBe('more jobs wait after these 500: list them all with migpool jobs --state queued');
+      await admin.page.screenshot({ path: join(tmpdir(), 'migpool-dashboard-foreign.png') });
+      await admin.page.close();
+      const bob = await slices(BOB);
+      expect(bob.seen.filter((c) => c[0] === 'slice foreign').map((c) => c[2])).toEqual(['1 process (not started by migpool)', '2 processes (not started by migpool)']);
+      expect(await bob.page.content()).not.toMatch(/400[0-2]/);
+      await bob.page.close();
+    } finally {
+      server.server.closeAllConnections();
+      await server.close();
+    }
+  });
+
   it('lists the queue and the jobs, and shows charts', async () => {
     const page = await open();
     expect(await page.locator('#queue li').evaluateAll((nodes) => nodes.map((n) => n.querySelector('.qname')!.textContent))).toEqual(['cifar-small', 'vit-tiny', 'gpt2-finetune']);

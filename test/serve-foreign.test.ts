@@ -55,6 +55,12 @@ describe('migpool serve beside a foreign process', () => {
     const pid = attached.out.trim();
     // The service reads the GPUs' processes every tick (2 s): wait until it has seen this one.
     expect(await serve.waitForLog(`GPU 1: process ${pid} that migpool did not start runs on it`)).toContain(`process ${pid}`);
+    // GET /v1/gpus lists it on GPU 1 (the dashboard draws it from there).
+    const gpus = async () => ((await (await fetch(`${serve!.url}/v1/gpus`, { headers: { authorization: `Bearer ${serve!.token}` } })).json()) as { gpus: { foreignProcesses: number; foreignPids: number[] }[] }).gpus;
+    expect((await gpus()).map((g) => [g.foreignProcesses, g.foreignPids])).toEqual([
+      [0, []],
+      [1, [Number(pid)]],
+    ]);
     for (let i = 0; i < 3; i++) {
       const r = await runMigpool(['submit', '--data-dir', dir, '--gpus', '1', '--', 'sleep', '30']);
       expect(r.code, r.err).toBe(0);
@@ -69,6 +75,7 @@ describe('migpool serve beside a foreign process', () => {
     // The process ends: a waiting job starts on GPU 1.
     expect((await sim('detach', pid)).code).toBe(0);
     await until('a job on GPU 1', async () => ((await jobs()).some((j) => j.state === 'running' && (j.placement?.gpus ?? []).includes(1)) ? true : null));
+    expect((await gpus()).map((g) => g.foreignProcesses)).toEqual([0, 0]);
   });
 });
 
@@ -91,6 +98,8 @@ describe('migpool serve beside a foreign process on a MIG slice', () => {
       const pid = attached.out.trim();
       s = await startServe({ dataDir: own, args: ['--simulate', one] });
       expect(await s.waitForLog(`GPU 0 instance at 4: process ${pid} that migpool did not start runs on it`)).toContain(pid);
+      const listed = (await (await fetch(`${s.url}/v1/gpus`, { headers: { authorization: `Bearer ${s.token}` } })).json()) as { gpus: { instances: { start: number; foreignPids: number[] }[] }[] };
+      expect(listed.gpus[0]!.instances.filter((i) => i.foreignPids.length > 0)).toEqual([expect.objectContaining({ start: 4, foreignPids: [Number(pid)] })]);
       const r = await runMigpool(['submit', '--data-dir', own, '--gpus', '1', '--', 'sleep', '30']);
       expect(r.code, r.err).toBe(0);
       // Several passes and ticks (2 s each): no re-partition is tried, none is skipped as invalid.

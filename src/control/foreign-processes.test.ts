@@ -28,30 +28,42 @@ async function until<T>(what: string, get: () => Promise<T | null>, ms = 10_000)
   }
 }
 
+/**
+ * A service on simulated GPUs (`spec`) with `policyName`, its store and data dir in a temporary
+ * directory removed after the test (its jobs cancelled first), started after `before` has set
+ * the machine up (e.g. attached a foreign process). Its log lines are kept in `logs`.
+ */
+async function startService(spec: string, policyName: string, before?: (machine: SimulatedMachine) => void): Promise<{ machine: SimulatedMachine; service: PoolServiceImpl; logs: string[] }> {
+  const dir = mkdtempSync(join(tmpdir(), 'migpool-foreign-'));
+  const machine = SimulatedMachine.create(parseSimulateSpec(spec), 1, spec);
+  before?.(machine);
+  const store = await openSqliteStore(join(dir, 'migpool.db'));
+  await store.init();
+  const logs: string[] = [];
+  const service = new PoolServiceImpl({
+    store,
+    executor: createLocalExecutor({ pollMs: 50, graceSeconds: 1 }),
+    gpu: new SimulatedGpuPort(machine),
+    policy: parsePolicy(policyName),
+    dataDir: dir,
+    tickMs: 50,
+    log: (l) => logs.push(l),
+  });
+  cleanup.push(async () => {
+    for (const j of await service.listJobs()) await service.cancel(j.id);
+    await service.stop();
+    await store.close();
+    // Jobs cancelled just now may still be closing their logs: retry a directory not yet empty.
+    rmSync(dir, { recursive: true, force: true, maxRetries: 5, retryDelay: 100 });
+  });
+  await service.start();
+  return { machine, service, logs };
+}
+
 describe('a GPU running processes migpool did not start', () => {
   it.each(['exclusive', 'migpool'])('gets no whole-GPU job until they end, and waiting jobs say which GPU and processes (policy %s)', async (policyName) => {
-    const dir = mkdtempSync(join(tmpdir(), 'migpool-foreign-'));
-    const machine = SimulatedMachine.create(parseSimulateSpec('2xA100-SXM4-40GB'), 1, '2xA100-SXM4-40GB');
-    const pid = machine.attachProcess(1, { name: 'someone-elses.py' });
-    const store = await openSqliteStore(join(dir, 'migpool.db'));
-    await store.init();
-    const logs: string[] = [];
-    const service = new PoolServiceImpl({
-      store,
-      executor: createLocalExecutor({ pollMs: 50, graceSeconds: 1 }),
-      gpu: new SimulatedGpuPort(machine),
-      policy: parsePolicy(policyName),
-      dataDir: dir,
-      tickMs: 50,
-      log: (l) => logs.push(l),
-    });
-    cleanup.push(async () => {
-      for (const j of await service.listJobs()) await service.cancel(j.id);
-      await service.stop();
-      await store.close();
-      rmSync(dir, { recursive: true, force: true });
-    });
-    await service.start();
+    const { machine, service, logs } = await startService('2xA100-SXM4-40GB', policyName, (m) => m.attachProcess(1, { name: 'someone-elses.py' }));
+    const pid = machine.listProcesses()[0]!.pid;
     const jobs: JobRecord[] = [];
     for (let i = 0; i < 3; i++) jobs.push(await service.submit({ name: `whole-${i}`, command: ['sleep', '30'], resources: { gpus: 1 } }));
     await until('the first job running', async () => ((await service.getJob(jobs[0]!.id))?.state === 'running' ? true : null));
@@ -65,6 +77,8 @@ describe('a GPU running processes migpool did not start', () => {
     });
     expect(waiting).toContain(`GPU 1 runs process ${pid} that migpool did not start: it starts no job there until it ends`);
     expect(logs.join('\n')).toContain(`GPU 1: process ${pid} that migpool did not start runs on it`);
+    // GET /v1/gpus (and the dashboard) list it on its GPU.
+    expect((await service.gpus()).map((g) => g.foreignPids)).toEqual([[], [pid]]);
     // The process ends: the next job starts on GPU 1.
     machine.detachProcess(pid);
     const second = await until('a job on GPU 1', async () => {
@@ -72,6 +86,7 @@ describe('a GPU running processes migpool did not start', () => {
       return r ?? null;
     });
     expect(second.id).toBe(jobs[1]!.id);
+    expect((await service.gpus()).map((g) => g.foreignPids)).toEqual([[], []]);
     // Its reason no longer names the process (reasons are refreshed about once a second).
     await until('a pending reason without the process', async () => {
       const p = (await service.getJob(jobs[2]!.id))?.pending ?? 'did not start';
@@ -80,32 +95,15 @@ describe('a GPU running processes migpool did not start', () => {
   });
 
   it('gives a MIG slice running a process migpool did not start to no job until it ends', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'migpool-foreign-'));
-    const machine = SimulatedMachine.create(parseSimulateSpec('1xA100-SXM4-40GB'), 1, '1xA100-SXM4-40GB');
-    const store = await openSqliteStore(join(dir, 'migpool.db'));
-    await store.init();
-    const logs: string[] = [];
-    const service = new PoolServiceImpl({
-      store,
-      executor: createLocalExecutor({ pollMs: 50, graceSeconds: 1 }),
-      gpu: new SimulatedGpuPort(machine),
-      policy: parsePolicy('static:7x1g.5gb'),
-      dataDir: dir,
-      tickMs: 50,
-      log: (l) => logs.push(l),
-    });
-    cleanup.push(async () => {
-      for (const j of await service.listJobs()) await service.cancel(j.id);
-      await service.stop();
-      await store.close();
-      rmSync(dir, { recursive: true, force: true });
-    });
-    await service.start();
+    const { machine, service, logs } = await startService('1xA100-SXM4-40GB', 'static:7x1g.5gb');
     await until('seven 1g.5gb slices', async () => (machine.listComputeInstances(0).length === 7 ? true : null));
     const gi = machine.listGpuInstances(0).find((g) => g.start === 0)!;
     const ci = machine.listComputeInstances(0).find((c) => c.gpuInstanceId === gi.id)!;
     const pid = machine.attachProcess(0, { gpuInstanceId: gi.id, computeInstanceId: ci.id, name: 'someone-elses.py' });
     await until('the process seen', async () => (logs.some((l) => l.includes(`GPU 0 instance at 0: process ${pid} that migpool did not start runs on it`)) ? true : null));
+    const [gpu] = await service.gpus();
+    expect(gpu!.instances.map((i) => [i.start, i.foreignPids])).toEqual([[0, [pid]], ...[1, 2, 3, 4, 5, 6].map((start) => [start, []])]);
+    expect(gpu!.foreignPids).toEqual([]);
     const jobs: JobRecord[] = [];
     for (let i = 0; i < 7; i++) jobs.push(await service.submit({ name: `slice-${i}`, command: ['sleep', '30'], resources: { profile: '1g.5gb' } }));
     await until('six jobs running', async () => ((await service.listJobs({ states: ['running'] })).length === 6 ? true : null));

@@ -80,9 +80,13 @@ export interface GpuSnapshot {
     readonly job: string | null;
     /** The GPU instance's ID as NVML numbers it (nvidia-smi's `GI ID`, dcgm-exporter's `GPU_I_ID`); absent when unknown. */
     readonly gpuInstanceId?: number | null;
+    /** Processes migpool did not start running on the instance (it takes no job while any do); absent: none. */
+    readonly foreignPids?: readonly number[];
   }[];
   /** Jobs holding the whole GPU when MIG is off. */
   readonly wholeGpuJobs: readonly string[];
+  /** Processes migpool did not start running on the whole GPU when MIG is off (it takes no job while any do); absent: none. */
+  readonly foreignPids?: readonly number[];
   /** True while a re-partition is being applied. */
   readonly reconfiguring: boolean;
   /** Set while re-partitions of this GPU fail: how many in a row, the last error, and when the next is tried (ms). */

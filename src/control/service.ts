@@ -397,9 +397,18 @@ export class PoolServiceImpl implements PoolService {
           migEnabled: mig,
           slices: g.model.computeSlices,
           instances: mig
-            ? g.current.instances.map((i) => ({ profile: i.profile.name, start: i.start, size: i.size, uuid: g.ciUuids.get(i.start) ?? null, job: occupants.instances.get(`${g.index}|${i.start}`) ?? null, gpuInstanceId: g.giIds.get(i.start) ?? null }))
+            ? g.current.instances.map((i) => ({
+                profile: i.profile.name,
+                start: i.start,
+                size: i.size,
+                uuid: g.ciUuids.get(i.start) ?? null,
+                job: occupants.instances.get(`${g.index}|${i.start}`) ?? null,
+                gpuInstanceId: g.giIds.get(i.start) ?? null,
+                foreignPids: this.foreign.get(`${g.index}|${i.start}`) ?? [],
+              }))
             : [],
           wholeGpuJobs: occupants.whole.get(g.index) ?? [],
+          foreignPids: mig ? [] : (this.foreign.get(g.index) ?? []),
           reconfiguring: this.reconfiguring.has(g.index),
           repartitionFailure: this.repartitionFailureOf(g.index),
         };

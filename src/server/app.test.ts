@@ -641,6 +641,34 @@ describe('users', () => {
     expect(root[2]).toMatchObject({ wholeGpuJobs: ['3', '4'], wholeGpuOtherJobs: 0 });
   });
 
+  it('lists processes migpool did not start per slice and per MIG-off GPU: pids for admins, a count for other users', async () => {
+    fake.addGpu('NVIDIA A100-SXM4-40GB', 7, []); // GPU 2, MIG off
+    fake.gpuList[0]!.instances[1]!.foreignPids = [4000];
+    fake.gpuList[2]!.foreignPids = [4001, 4002];
+    type Foreign = { foreignProcesses: number; foreignPids: number[] };
+    type Gpus = { gpus: (Foreign & { instances: (Foreign & { profile: string })[] })[] };
+    const seen = async (token: string) => (await as(token, 'GET', '/v1/gpus')).json<Gpus>().gpus;
+    const root = await seen('root-token');
+    expect(root[0]!.instances.map((i) => [i.profile, i.foreignProcesses, i.foreignPids])).toEqual([
+      ['2g.10gb', 0, []],
+      ['1g.5gb', 1, [4000]],
+      ['3g.20gb', 0, []],
+    ]);
+    expect(root.map((g) => [g.foreignProcesses, g.foreignPids])).toEqual([
+      [0, []],
+      [0, []],
+      [2, [4001, 4002]],
+    ]);
+    const alice = await seen('alice-token');
+    expect(alice[0]!.instances.map((i) => [i.foreignProcesses, i.foreignPids])).toEqual([
+      [0, []],
+      [1, []],
+      [0, []],
+    ]);
+    expect(alice[2]).toMatchObject({ foreignProcesses: 2, foreignPids: [] });
+    expect((await as('alice-token', 'GET', '/v1/gpus')).body).not.toMatch(/400[0-2]/);
+  });
+
   it("serves a user the pool's metrics, their own jobs' and name's series, and other users' summed without names; admins get every series", async () => {
     for (const token of ['alice-token', 'bob-token', 'alice-token']) await as(token, 'POST', '/v1/jobs', spec);
     for (const [id, owner] of [['1', 'alice'], ['2', 'bob'], ['3', 'alice']]) fake.owners.set(id!, owner!); // JobSpec.user, as the service sets it

@@ -31,6 +31,7 @@ export const DASHBOARD_HTML = `<!doctype html>
         <span><i class="swatch busy"></i>job</span>
         <span><i class="swatch idle"></i>idle instance</span>
         <span><i class="swatch free"></i>free (no instance)</span>
+        <span><i class="swatch foreign"></i>not started by migpool</span>
         <span><i class="swatch reconf"></i>reconfiguring</span>
       </div>
     </div>

@@ -154,6 +154,13 @@ export const DASHBOARD_SCRIPT = String.raw`
     return node;
   }
   var OTHERS = "another user's job";
+  // Processes migpool did not start: their pids for an admin, else only how many (GET /v1/gpus).
+  function foreignText(where) {
+    var pids = where.foreignPids || [], n = where.foreignProcesses || pids.length;
+    if (!n) return null;
+    var what = pids.length ? (pids.length === 1 ? 'process ' : 'processes ') + pids.join(', ') : n + (n === 1 ? ' process' : ' processes');
+    return what + ' (not started by migpool)';
+  }
   function renderGpus() {
     var root = clear($('gpus'));
     if (!state.gpus.length) { root.appendChild(el('p', { className: 'empty', text: 'no GPUs' })); return; }
@@ -173,16 +180,22 @@ export const DASHBOARD_SCRIPT = String.raw`
           if (gap > 0) { bar.appendChild(freeBlock(gap)); left -= gap; }
           cursor = Math.max(cursor, inst.start + inst.size);
           var where = inst.profile + ' at placement ' + inst.start + (inst.uuid ? '\n' + inst.uuid : '');
+          var foreign = foreignText(inst);
+          if (foreign) where += '\n' + foreign + ': no job starts here until ' + (inst.foreignProcesses === 1 ? 'it ends' : 'they end');
           if (inst.job != null) {
             bar.appendChild(sliceBlock('busy', profileSlices(inst.profile, inst.size), inst.profile, jobLabel(inst.job), inst.job, where + '\njob ' + inst.job + ': ' + jobLabel(inst.job)));
           } else if (inst.busy) {
             // Another user's job: occupied, its id not ours to see.
             bar.appendChild(sliceBlock('busy', profileSlices(inst.profile, inst.size), inst.profile, OTHERS, null, where + '\n' + OTHERS));
+          } else if (foreign) {
+            bar.appendChild(sliceBlock('foreign', profileSlices(inst.profile, inst.size), inst.profile, foreign, null, where));
           } else {
             bar.appendChild(sliceBlock('idle', profileSlices(inst.profile, inst.size), inst.profile, 'idle', null, where + '\nidle'));
           }
         });
         if (left > 0) bar.appendChild(freeBlock(left));
+      } else if (foreignText(g) && !g.wholeGpuJobs.length && !g.wholeGpuOtherJobs) {
+        bar.appendChild(sliceBlock('foreign', 1, 'whole GPU', foreignText(g), null, 'MIG off, ' + foreignText(g) + ': no job starts here until ' + (g.foreignProcesses === 1 ? 'it ends' : 'they end')));
       } else if (g.wholeGpuJobs.length || g.wholeGpuOtherJobs) {
         var shared = g.wholeGpuJobs.length + (g.wholeGpuOtherJobs || 0) > 1 ? 'whole GPU, shared' : 'whole GPU';
         g.wholeGpuJobs.forEach(function (id) {

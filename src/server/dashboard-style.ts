@@ -35,6 +35,7 @@ main { padding: 16px 20px 40px; display: flex; flex-direction: column; gap: 16px
 .swatch.idle { background: var(--idle); border: 1px dashed #b8bfcc; }
 .swatch.free { background: repeating-linear-gradient(45deg, #f6f7f9 0 3px, #e3e6ec 3px 6px); }
 .swatch.reconf { background: repeating-linear-gradient(45deg, #fff3d6 0 3px, #f1c35c 3px 6px); }
+.swatch.foreign { background: repeating-linear-gradient(135deg, #6b7280 0 3px, #5b6270 3px 6px); }
 .gpus { display: grid; grid-template-columns: repeat(auto-fill, minmax(420px, 1fr)); gap: 12px; }
 .gpu { border: 1px solid var(--line); border-radius: 6px; padding: 10px 12px; position: relative; }
 .gpu-head { display: flex; align-items: baseline; gap: 8px; margin-bottom: 8px; }
@@ -50,6 +51,7 @@ main { padding: 16px 20px 40px; display: flex; flex-direction: column; gap: 16px
 .slice.busy:hover { filter: brightness(1.08); }
 .slice.idle { background: var(--idle); border: 1px dashed #b8bfcc; color: var(--muted); }
 .slice.idle .job { font-weight: 400; font-style: italic; }
+.slice.foreign { background: repeating-linear-gradient(135deg, #6b7280 0 8px, #5b6270 8px 16px); }
 .slice.free { background: repeating-linear-gradient(45deg, #f6f7f9 0 6px, #e9ebf0 6px 12px); color: var(--muted); border: 1px solid var(--line); }
 .gpu.reconfiguring .bar { opacity: .55; }
 .gpu.reconfiguring::after { content: "reconfiguring…"; position: absolute; inset: 38px 12px auto 12px; height: 64px; display: flex; align-items: center; justify-content: center; font-weight: 600; color: #8a5d00; border-radius: 4px; background: repeating-linear-gradient(45deg, rgba(255,243,214,.75) 0 10px, rgba(241,195,92,.45) 10px 20px); animation: slide 1.2s linear infinite; background-size: 28px 28px; }

@@ -183,7 +183,9 @@ export function openApiDocument(version: string): Record<string, unknown> {
       '/v1/gpus': {
         get: {
           operationId: 'listGpus',
-          summary: 'Every GPU with its slices and the job on each',
+          summary: 'Every GPU with its slices, the job on each, and the processes migpool did not start',
+          description:
+            "A user who is no admin sees the ids of their own jobs only (another user's job holds its instance as `job: null, busy: true`, and is counted in a whole GPU's `wholeGpuOtherJobs`). Processes migpool did not start (another account's, e.g. started by hand) are counted in `foreignProcesses` on the instance, or on the GPU when MIG is off; their process ids are in `foreignPids` for admins only (empty for other users). No job starts where any run.",
           responses: { '200': json('GpuList', 'The GPUs.'), ...errors, ...unauthorized },
         },
       },

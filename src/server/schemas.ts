@@ -182,6 +182,19 @@ export const logChunkSchema: JsonSchema = {
   },
 };
 
+/** Processes migpool did not start, counted for every caller. */
+const foreignProcessesSchema: JsonSchema = {
+  type: 'integer',
+  description: "processes migpool did not start running here, as the service last read the GPUs' processes (every tick); no job starts here while any do",
+};
+
+/** Their pids, for admins only. */
+const foreignPidsSchema: JsonSchema = {
+  type: 'array',
+  items: { type: 'integer' },
+  description: 'process ids of the processes migpool did not start, for an admin; empty for other users (who get foreignProcesses, the count)',
+};
+
 /**
  * One GPU with its MIG instances (or whole-GPU jobs) and the job on each: its id where the caller
  * may see the job (theirs, or any for an admin), else only that one is there.
@@ -208,11 +221,15 @@ export const gpuSnapshotSchema: JsonSchema = {
           job: { type: ['string', 'null'], description: "id of the job on this instance; null when idle, or when the job is another user's (then busy is true)" },
           busy: { type: 'boolean', description: "a job holds the instance, the caller's or another user's" },
           gpuInstanceId: { type: ['integer', 'null'], description: "the GPU instance's NVML ID (nvidia-smi's GI ID, dcgm-exporter's GPU_I_ID)" },
+          foreignProcesses: foreignProcessesSchema,
+          foreignPids: foreignPidsSchema,
         },
       },
     },
     wholeGpuJobs: { type: 'array', items: { type: 'string' }, description: 'ids of the jobs on the whole GPU (MIG off) that the caller may see' },
     wholeGpuOtherJobs: { type: 'integer', description: "other users' jobs on the whole GPU, counted (their ids are theirs to see; 0 for an admin)" },
+    foreignProcesses: { ...foreignProcessesSchema, description: `${foreignProcessesSchema['description'] as string} (on the whole GPU, MIG off; on a MIG GPU see each instance's)` },
+    foreignPids: foreignPidsSchema,
     reconfiguring: { type: 'boolean' },
     repartitionFailure: {
       anyOf: [
