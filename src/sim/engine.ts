@@ -8,7 +8,7 @@ import { EventHeap } from './event-heap.js';
 import { Gpu, Inst, Job, Running } from './fleet-state.js';
 import { createEstimator } from './info.js';
 import { askedSpeed, bigJobMetrics, lowerBounds, percentile, slowdownMetrics } from './metrics.js';
-import type { SimMetrics, SimulationInput, SimulationResult } from './types.js';
+import type { PriorityMetrics, SimMetrics, SimulationInput, SimulationResult } from './types.js';
 import { sliceShare, userOf } from '../sched/shares.js';
 import { UserAccounting } from './user-metrics.js';
 
@@ -60,8 +60,8 @@ function bug(policy: string, now: number, what: string): MigpoolError {
  * - Metrics: JCT = completion - arrival; queueing = JCT - time running; makespan = last completion
  *   - clock start; utilisation = busy compute-slice-seconds / (all compute slices x makespan), a
  *   whole GPU busy with any job counts all its compute slices; per priority, busy slices of a
- *   shared GPU are split evenly among its jobs and `reconfigurations` is the whole run's (they
- *   are not attributable to a class). Percentiles are nearest-rank. Jobs the policy never runs
+ *   shared GPU are split evenly among its jobs, and there is no `reconfigurations` (a re-partition
+ *   belongs to no class, see PriorityMetrics: the count is the run's). Percentiles are nearest-rank. Jobs the policy never runs
  *   stay uncompleted. `jcts` holds completed jobs' JCTs in input order.
  * - The view handed to the policy is live (the engine's own state, read-only by contract) and
  *   carries a ClusterIndex (src/sched/policies/common.ts) for fast look-ups.
@@ -625,7 +625,7 @@ export function simulate(input: SimulationInput): SimulationResult {
     timeline.push({ t: lastT, utilization: totalSlices > 0 ? sampleAcc / (totalSlices * span) : 0, queueLength: queue.length });
   }
   const makespan = end - startTime;
-  const metricsOf = (subset: readonly Job[], busy: number): SimMetrics => {
+  const metricsOf = (subset: readonly Job[], busy: number): PriorityMetrics => {
     const done = subset.filter((j) => j.status === 'done');
     const jct = done.map((j) => j.finished - j.spec.arrival).sort((a, b) => a - b);
     const sum = jct.reduce((s, x) => s + x, 0);
@@ -646,10 +646,9 @@ export function simulate(input: SimulationInput): SimulationResult {
       avgQueueSeconds: done.length > 0 ? Math.max(0, queueSum / done.length) : 0,
       utilization: makespan > 0 && totalSlices > 0 ? busy / (totalSlices * makespan) : 0,
       throughputJobsPerHour: span > 0 ? (done.length * 3600) / span : 0,
-      reconfigurations,
     };
   };
-  const metrics = metricsOf(jobs, busyAcc);
+  const metrics: SimMetrics = { ...metricsOf(jobs, busyAcc), reconfigurations };
   const byPriority = {
     foreground: metricsOf(
       jobs.filter((j) => j.spec.priority === 'foreground'),

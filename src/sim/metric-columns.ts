@@ -1,6 +1,6 @@
 import { durationText } from '../sched/duration-text.js';
 import type { Priority } from '../sched/types.js';
-import type { SimMetrics, SimulationResult } from './types.js';
+import type { PriorityMetrics, SimMetrics, SimulationResult } from './types.js';
 
 /** Where a metrics table is shown: `migpool simulate`'s terminal table, or the HTML report. */
 export type MetricsView = 'terminal' | 'report';
@@ -10,19 +10,18 @@ export type MetricsView = 'terminal' | 'report';
  * terminal leaves it out), its title in the report (`avg JCT`; absent: the report leaves it out),
  * its cell, and the terminal's cell where that differs.
  */
-interface MetricColumn {
+interface MetricColumn<M> {
   readonly head?: string;
   readonly title?: string;
-  readonly cell: (m: SimMetrics) => string;
-  readonly terminalCell?: (m: SimMetrics) => string;
+  readonly cell: (m: M) => string;
+  readonly terminalCell?: (m: M) => string;
 }
 
 /**
- * The columns of a policy's (or one priority's) figures. The terminal is narrower: it shows
- * completed over jobs in one column, throughput to 2 decimals, and no reconfigurations (the
- * policies table above it has them); the report has a column each.
+ * The columns of a policy's or one priority's figures. The terminal is narrower: it shows
+ * completed over jobs in one column and throughput to 2 decimals; the report has a column each.
  */
-const COLUMNS: readonly MetricColumn[] = [
+const COLUMNS: readonly MetricColumn<PriorityMetrics>[] = [
   { title: 'jobs', cell: (m) => String(m.jobs) },
   { head: 'COMPLETED', title: 'completed', cell: (m) => String(m.completed), terminalCell: (m) => `${m.completed}/${m.jobs}` },
   { head: 'MAKESPAN', title: 'makespan', cell: (m) => durationText(m.makespanSeconds) },
@@ -33,29 +32,44 @@ const COLUMNS: readonly MetricColumn[] = [
   { head: 'AVG QUEUE', title: 'avg queue', cell: (m) => durationText(m.avgQueueSeconds) },
   { head: 'UTIL', title: 'utilisation', cell: (m) => `${(m.utilization * 100).toFixed(1)}%` },
   { head: 'JOBS/H', title: 'jobs/h', cell: (m) => m.throughputJobsPerHour.toFixed(1), terminalCell: (m) => m.throughputJobsPerHour.toFixed(2) },
-  { title: 'reconfigurations', cell: (m) => String(m.reconfigurations) },
 ];
 
+/**
+ * A whole run's columns: those, and its reconfigurations in the report (the terminal's policies
+ * table has them in a column of its own). A re-partition belongs to no priority
+ * (`PriorityMetrics`), so per-priority tables have no such column.
+ */
+const RUN_COLUMNS: readonly MetricColumn<SimMetrics>[] = [...COLUMNS, { title: 'reconfigurations', cell: (m) => String(m.reconfigurations) }];
+
 /** The metric columns of one view: their heads, and one row's cells. */
-export interface MetricColumns {
+export interface MetricColumns<M> {
   readonly heads: readonly string[];
-  cells(m: SimMetrics): string[];
+  cells(m: M): string[];
 }
 
-/** The metric columns as `view` shows them (the terminal's `simulate` tables, or the HTML report's). */
-export function metricColumns(view: MetricsView): MetricColumns {
-  const shown = COLUMNS.flatMap((c) => {
+function shownIn<M>(columns: readonly MetricColumn<M>[], view: MetricsView): MetricColumns<M> {
+  const shown = columns.flatMap((c) => {
     const head = view === 'terminal' ? c.head : c.title;
     return head === undefined ? [] : [{ head, cell: (view === 'terminal' ? c.terminalCell : undefined) ?? c.cell }];
   });
   return { heads: shown.map((c) => c.head), cells: (m) => shown.map((c) => c.cell(m)) };
 }
 
+/** The columns of a whole run's figures as `view` shows them (the terminal's `simulate` tables, or the HTML report's). */
+export function metricColumns(view: MetricsView): MetricColumns<SimMetrics> {
+  return shownIn(RUN_COLUMNS, view);
+}
+
+/** The columns of one priority's figures as `view` shows them: a run's, less its reconfigurations. */
+export function priorityMetricColumns(view: MetricsView): MetricColumns<PriorityMetrics> {
+  return shownIn(COLUMNS, view);
+}
+
 /** One row of a per-priority table: the result it comes from (its index), the priority and its figures. */
 export interface PriorityRow {
   readonly index: number;
   readonly priority: Priority;
-  readonly metrics: SimMetrics;
+  readonly metrics: PriorityMetrics;
 }
 
 /** The per-priority rows of results: each result's foreground then background figures, those with jobs. */

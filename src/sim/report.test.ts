@@ -62,6 +62,16 @@ describe('simulationReportHtml', () => {
     expect(html).not.toMatch(/<script|https?:\/\/(?!www\.w3\.org)/);
   });
 
+  it("puts the run's reconfigurations in the policies' table only, not in each priority's row", () => {
+    const [runs, perPriority] = [...html.matchAll(/<table>[\s\S]*?<\/table>/g)].map((t) => t[0]);
+    expect(runs).toContain('<th>reconfigurations</th>');
+    expect(runs).toContain('<td>3</td></tr>');
+    expect(perPriority).toContain('<td>exclusive (foreground)</td>');
+    expect(perPriority).not.toContain('reconfigurations');
+    // Each row ends with its jobs/h: 1500 jobs over 2 h, 750.0.
+    expect(perPriority).toContain('<td>exclusive (foreground)</td><td>1500</td><td>1500</td><td>2.00 h</td><td>15.0 min</td><td>12.0 min</td><td>30.0 min</td><td>45.0 min</td><td>1.0 min</td><td>50.0%</td><td>750.0</td></tr>');
+  });
+
   it('writes times as the CLI does, minutes included', () => {
     expect(html).toContain('<tr><td>exclusive</td><td>2000</td><td>2000</td><td>2.00 h</td><td>16.7 min</td><td>13.3 min</td><td>33.3 min</td><td>50.0 min</td><td>1.0 min</td>');
   });

@@ -1,7 +1,7 @@
 import { createRequire } from 'node:module';
 import { durationText } from '../sched/duration-text.js';
-import { metricColumns, priorityRows } from './metric-columns.js';
-import type { SimMetrics, SimulationResult } from './types.js';
+import { metricColumns, priorityMetricColumns, priorityRows, type MetricColumns } from './metric-columns.js';
+import type { SimulationResult } from './types.js';
 import { usersTable } from './users-table.js';
 
 // ECharts ships ESM without a default export but declares `export =` types; load its CommonJS
@@ -137,8 +137,7 @@ function htmlTable(heads: readonly string[], rows: readonly (readonly string[])[
   return `<table>\n<thead>${row(heads, 'th')}</thead>\n<tbody>\n${rows.map((r) => row(r, 'td')).join('\n')}\n</tbody>\n</table>`;
 }
 
-function metricsTable(rows: readonly { readonly label: string; readonly metrics: SimMetrics }[], first: string): string {
-  const columns = metricColumns('report');
+function metricsTable<M>(columns: MetricColumns<M>, rows: readonly { readonly label: string; readonly metrics: M }[], first: string): string {
   return htmlTable(
     [first, ...columns.heads],
     rows.map((r) => [r.label, ...columns.cells(r.metrics)]),
@@ -174,8 +173,8 @@ figure { margin: 1.5em 0; }
 <h1>${escapeHtml(title)}</h1>
 ${notes.length > 0 ? `<p class="notes">${notes.map(escapeHtml).join('<br>\n')}</p>` : ''}
 <h2>Policies</h2>
-${metricsTable(results.map((r) => ({ label: r.policy, metrics: r.metrics })), 'policy')}
-${byPriority.length > 0 ? `<h2>Per priority</h2>\n${metricsTable(byPriority, 'policy (priority)')}` : ''}
+${metricsTable(metricColumns('report'), results.map((r) => ({ label: r.policy, metrics: r.metrics })), 'policy')}
+${byPriority.length > 0 ? `<h2>Per priority</h2>\n${metricsTable(priorityMetricColumns('report'), byPriority, 'policy (priority)')}` : ''}
 <h2>Slowdowns, big jobs, preemptions</h2>
 ${judgingTable(results)}
 ${usersHtml(results)}

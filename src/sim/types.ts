@@ -69,14 +69,22 @@ export interface SimMetrics {
   /** Busy slice-seconds over all slice-seconds (a whole GPU counts all its compute slices). */
   readonly utilization: number;
   readonly throughputJobsPerHour: number;
+  /** GPU re-partitions in the run. */
   readonly reconfigurations: number;
 }
+
+/**
+ * Metrics of one priority class within a run: a run's, less `reconfigurations`. A re-partition
+ * changes a GPU's layout for whatever runs there next (a pass re-plans layouts for the whole
+ * queue), so it belongs to no class: the count is the run's ({@link SimulationResult.metrics}).
+ */
+export type PriorityMetrics = Omit<SimMetrics, 'reconfigurations'>;
 
 /** The outcome of one simulation. */
 export interface SimulationResult {
   readonly policy: string;
   readonly metrics: SimMetrics;
-  readonly byPriority: Readonly<Record<Priority, SimMetrics>>;
+  readonly byPriority: Readonly<Record<Priority, PriorityMetrics>>;
   /** Job completion times (seconds), in job order, for distributions. */
   readonly jcts: readonly number[];
   /** Samples over time for the report. */

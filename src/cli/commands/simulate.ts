@@ -15,7 +15,7 @@ import { parseFleet } from '../../sim/fleet.js';
 import { assignUsers, parseUsersSpec } from '../../sim/users-spec.js';
 import { usersTable } from '../../sim/users-table.js';
 import { createRandom } from '../../random.js';
-import { metricColumns, priorityRows } from '../../sim/metric-columns.js';
+import { priorityMetricColumns, priorityRows } from '../../sim/metric-columns.js';
 import { simulationReportHtml } from '../../sim/report.js';
 import {
   DEFAULT_MIX_SPEC,
@@ -34,7 +34,7 @@ import {
   type SkippedRows,
   type WorkloadMix,
 } from '../../sim/traces/index.js';
-import type { Fleet, SimMetrics, SimulationResult, TraceJob } from '../../sim/types.js';
+import type { Fleet, PriorityMetrics, SimMetrics, SimulationResult, TraceJob } from '../../sim/types.js';
 import { writeJson, writeUserFile, type Io } from '../io.js';
 import { renderTable } from '../table.js';
 import { builtInScalingModel, packageRoot } from '../package-data.js';
@@ -179,6 +179,13 @@ function metricsJson(m: SimMetrics): Record<(typeof METRIC_KEYS)[number], number
   return Object.fromEntries(METRIC_KEYS.map((k) => [k, m[k]])) as Record<(typeof METRIC_KEYS)[number], number>;
 }
 
+/** A priority's figures: a run's less its reconfigurations, which belong to no priority (PriorityMetrics). */
+const PRIORITY_METRIC_KEYS = METRIC_KEYS.filter((k): k is Exclude<(typeof METRIC_KEYS)[number], 'reconfigurations'> => k !== 'reconfigurations');
+
+function priorityMetricsJson(m: PriorityMetrics): Record<(typeof PRIORITY_METRIC_KEYS)[number], number> {
+  return Object.fromEntries(PRIORITY_METRIC_KEYS.map((k) => [k, m[k]])) as Record<(typeof PRIORITY_METRIC_KEYS)[number], number>;
+}
+
 /** Mean, standard deviation, least and most of some numbers. */
 export interface Spread {
   readonly mean: number;
@@ -250,7 +257,7 @@ export function simulationJson(trace: string, fleet: string, jobs: number, perPo
         slowdown: { p50: mean('slowdown.p50'), p95: mean('slowdown.p95'), p99: mean('slowdown.p99') },
         bigJobs: { count: mean('bigJobs.count'), completed: mean('bigJobs.completed'), avgJctSeconds: mean('bigJobs.avgJctSeconds'), p99JctSeconds: mean('bigJobs.p99JctSeconds') },
         preemptions: { total: mean('preemptions.total'), maxPerJob: Math.max(0, ...flat.map((f) => f['preemptions.maxPerJob'] as number)) },
-        byPriority: Object.fromEntries((['foreground', 'background'] as const).map((pr) => [pr, { jobs: r.byPriority[pr].jobs, ...metricsJson(r.byPriority[pr]) }])) as Record<Priority, unknown>,
+        byPriority: Object.fromEntries((['foreground', 'background'] as const).map((pr) => [pr, { jobs: r.byPriority[pr].jobs, ...priorityMetricsJson(r.byPriority[pr]) }])) as Record<Priority, unknown>,
         ...(r.byUser ? { byUser: r.byUser } : {}),
         ...(p.runs.length > 1 ? { spread: spreads, seeds: flat } : {}),
       };
@@ -293,7 +300,7 @@ function renderText(title: string, perPolicy: readonly PolicyRuns[]): string {
   if (unknown > 0) parts.push(`${unknown} of ${bounds[0]?.metrics.jobs ?? 0} jobs have unknown memory: placed only on a whole GPU or the profile they asked for, never on a slice on a guess`);
   const results = perPolicy.map((p) => p.runs[0]).filter((r): r is SimulationResult => r !== undefined);
   if (results.some((r) => r.byPriority.background.jobs > 0)) {
-    const columns = metricColumns('terminal');
+    const columns = priorityMetricColumns('terminal');
     const prioRows = priorityRows(results).map((r) => [perPolicy[r.index]?.name ?? results[r.index]!.policy, r.priority, ...columns.cells(r.metrics)]);
     parts.push('', `per priority${several ? ' (first seed)' : ''}`, renderTable(['POLICY', 'PRIORITY', ...columns.heads], prioRows));
   }
