@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { createLocalExecutor } from '../exec/local-executor.js';
 import { SimulatedGpuPort } from '../gpu/simulated/driver.js';
 import { SimulatedMachine } from '../gpu/simulated/machine.js';
@@ -14,6 +14,7 @@ import { PoolServiceImpl } from './service.js';
 const cleanup: (() => Promise<void>)[] = [];
 afterEach(async () => {
   for (const c of cleanup.splice(0)) await c();
+  vi.useRealTimers();
 });
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -29,21 +30,40 @@ async function until<T>(what: string, get: () => Promise<T | null>, ms = 10_000)
 }
 
 /**
+ * The simulated GPU port, counting its reads of the processes; `beforeNextList`, when set, runs
+ * once just before the next read (e.g. attaches a process: one that appears just before that read).
+ */
+class WatchedGpuPort extends SimulatedGpuPort {
+  lists = 0;
+  beforeNextList: (() => void) | null = null;
+
+  override listProcesses(): ReturnType<SimulatedGpuPort['listProcesses']> {
+    this.lists++;
+    const hook = this.beforeNextList;
+    this.beforeNextList = null;
+    hook?.();
+    return super.listProcesses();
+  }
+}
+
+/**
  * A service on simulated GPUs (`spec`) with `policyName`, its store and data dir in a temporary
  * directory removed after the test (its jobs cancelled first), started after `before` has set
- * the machine up (e.g. attached a foreign process). Its log lines are kept in `logs`.
+ * the machine up (e.g. attached a foreign process). Its log lines are kept in `logs`; `gpu`
+ * counts its reads of the GPUs' processes.
  */
-async function startService(spec: string, policyName: string, before?: (machine: SimulatedMachine) => void): Promise<{ machine: SimulatedMachine; service: PoolServiceImpl; logs: string[] }> {
+async function startService(spec: string, policyName: string, before?: (machine: SimulatedMachine) => void): Promise<{ machine: SimulatedMachine; service: PoolServiceImpl; logs: string[]; gpu: WatchedGpuPort }> {
   const dir = mkdtempSync(join(tmpdir(), 'migpool-foreign-'));
   const machine = SimulatedMachine.create(parseSimulateSpec(spec), 1, spec);
   before?.(machine);
+  const gpu = new WatchedGpuPort(machine);
   const store = await openSqliteStore(join(dir, 'migpool.db'));
   await store.init();
   const logs: string[] = [];
   const service = new PoolServiceImpl({
     store,
     executor: createLocalExecutor({ pollMs: 50, graceSeconds: 1 }),
-    gpu: new SimulatedGpuPort(machine),
+    gpu,
     policy: parsePolicy(policyName),
     dataDir: dir,
     tickMs: 50,
@@ -57,7 +77,7 @@ async function startService(spec: string, policyName: string, before?: (machine:
     rmSync(dir, { recursive: true, force: true, maxRetries: 5, retryDelay: 100 });
   });
   await service.start();
-  return { machine, service, logs };
+  return { machine, service, logs, gpu };
 }
 
 describe('a GPU running processes migpool did not start', () => {
@@ -123,5 +143,91 @@ describe('a GPU running processes migpool did not start', () => {
       return r?.state === 'running' ? r : null;
     });
     expect(started.placement).toMatchObject({ kind: 'instance', start: 0 });
+  });
+
+  describe('appearing after the last read, just before a pass starts a job', () => {
+    /** The service's ticks (a read of the processes and a pass every tickMs) run only when the test advances them. */
+    const manualTicks = () => vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval'] });
+    /** One tick: its read of the processes, and the passes it and what the read found ask for. */
+    const tick = async (service: PoolServiceImpl) => {
+      vi.advanceTimersByTime(50);
+      await sleep(20);
+      await service.idle();
+    };
+
+    it('keeps the job off the GPU and queued, and starts it there once the process ends; one read per pass that starts something', async () => {
+      manualTicks();
+      const { machine, service, logs, gpu } = await startService('1xA100-SXM4-40GB', 'exclusive');
+      await service.idle();
+      // A pass with nothing to start reads no processes.
+      const atStart = gpu.lists;
+      service.schedule();
+      await service.idle();
+      expect(gpu.lists).toBe(atStart);
+      // Someone starts a process on GPU 0 after the last read; the pass the submission asks for reads once, before its start.
+      let pid = 0;
+      gpu.beforeNextList = () => (pid = machine.attachProcess(0, { name: 'someone-elses.py' }));
+      const job = await service.submit({ name: 'whole', command: ['sleep', '30'], resources: { gpus: 1 } });
+      await service.idle();
+      const held = await service.getJob(job.id);
+      expect(held).toMatchObject({ state: 'queued', attempt: 0, placement: null });
+      expect(pid).toBeGreaterThan(0);
+      expect(gpu.lists).toBe(atStart + 1);
+      expect(logs.filter((l) => l.includes(`process ${pid}`))).toEqual([`GPU 0: process ${pid} that migpool did not start runs on it; no job starts there until it ends (seen as job ${job.id} was about to start there: it stays queued)`]);
+      expect(logs.join('\n')).not.toContain('skipped an invalid decision');
+      expect(held!.pending).toContain(`GPU 0 runs process ${pid} that migpool did not start`);
+      expect((await service.gpus()).map((g) => g.foreignPids)).toEqual([[pid]]);
+      // Later passes (a tick's) leave it queued, and read the processes only in the tick.
+      const before = gpu.lists;
+      await tick(service);
+      expect(gpu.lists).toBe(before + 1);
+      expect((await service.getJob(job.id))?.state).toBe('queued');
+      // The process ends: the next tick's read frees the GPU, and its pass starts the job there after one more read.
+      machine.detachProcess(pid);
+      const detached = gpu.lists;
+      await tick(service);
+      const started = await until('the job running', async () => {
+        const r = await service.getJob(job.id);
+        return r?.state === 'running' ? r : null;
+      });
+      expect(started).toMatchObject({ attempt: 1, placement: expect.objectContaining({ kind: 'gpus', gpus: [0] }) });
+      expect(gpu.lists).toBe(detached + 2);
+      expect(logs).toContain('GPU 0: the processes migpool did not start have ended; it takes jobs again');
+    });
+
+    it('leaves a GPU as it is when a process appears on it just before its re-partition', async () => {
+      manualTicks();
+      const { machine, service, logs, gpu } = await startService('1xA100-SXM4-40GB', 'static:7x1g.5gb', (m) => {
+        m.attachProcess(0, { name: 'first.py' });
+      });
+      await service.idle();
+      // The process at start keeps the GPU as it is; it ends, and a second one appears before the re-partition's read.
+      const first = machine.listProcesses()[0]!.pid;
+      expect(machine.listGpus()[0]!.migMode?.current).toBe('disabled');
+      machine.detachProcess(first);
+      let second = 0;
+      let reads = 0;
+      // The tick's read sees the GPU free; the pass it asks for reads again before re-partitioning.
+      gpu.beforeNextList = () => {
+        reads++;
+        gpu.beforeNextList = () => {
+          reads++;
+          second = machine.attachProcess(0, { name: 'second.py' });
+        };
+      };
+      await tick(service);
+      await until('the second process seen', async () => (second > 0 && logs.some((l) => l.includes(`process ${second}`)) ? true : null));
+      await service.idle();
+      expect(reads).toBe(2);
+      expect(logs.filter((l) => l.includes(`process ${second}`))).toEqual([
+        `GPU 0: process ${second} that migpool did not start runs on it; no job starts there until it ends (seen as GPU 0 was about to be re-partitioned: it keeps its layout for now)`,
+      ]);
+      expect(machine.listGpus()[0]!.migMode?.current).toBe('disabled');
+      expect((await service.stats()).reconfigurations).toBe(0);
+      // It ends: the GPU is cut into its seven slices.
+      machine.detachProcess(second);
+      await tick(service);
+      await until('seven 1g.5gb slices', async () => (machine.listComputeInstances(0).length === 7 ? true : null));
+    });
   });
 });

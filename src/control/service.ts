@@ -6,7 +6,7 @@ import { readExitFile, readProcessRef } from '../exec/local-executor.js';
 import { readLogChunk } from '../exec/log-file.js';
 import { ProgressReader } from '../exec/progress-reader.js';
 import { explainPending } from '../sched/pending.js';
-import type { GpuPort } from '../gpu/port.js';
+import type { GpuPort, GpuProcess } from '../gpu/port.js';
 import type { GpuModel } from '../mig/types.js';
 import type { CurrentGpu } from '../partition/state.js';
 import type { Workload } from '../perf/types.js';
@@ -105,6 +105,15 @@ interface GpuEntry {
   giIds: Map<number, number>;
 }
 
+/** Who holds what (see PoolServiceImpl.occupants). */
+interface Occupants {
+  /** The job on each instance, by `gpu|start`. */
+  readonly instances: Map<string, string>;
+  /** The whole-GPU jobs on each GPU, by index. */
+  readonly whole: Map<number, string[]>;
+  readonly sharing: Map<number, 'exclusive' | 'timeslice' | 'mps'>;
+}
+
 const RECENT = 1000;
 /**
  * What CUDA, PyTorch and TensorFlow print when a GPU allocation fails: "CUDA out of memory"
@@ -199,6 +208,11 @@ export class PoolServiceImpl implements PoolService {
   private foreign: ReadonlyMap<number | string, readonly number[]> = new Map();
   /** The read of the GPUs' processes in progress, if any (see readForeign). */
   private readingForeign: Promise<void> | null = null;
+  /** Reads of the GPUs' processes begun so far, and the number of the latest one taken: an older read that ends later is dropped. */
+  private foreignReads = 0;
+  private foreignTaken = 0;
+  /** Whether the last read before a pass's starts failed (logged once until one succeeds). */
+  private recheckFailing = false;
   private explainedAt = -Infinity;
   /** Jobs whose refused preemption was logged already (once per job and reason). */
   private readonly refusalsLogged = new Map<string, string>();
@@ -498,6 +512,8 @@ export class PoolServiceImpl implements PoolService {
       this.o.log?.(`users could not be read (${e instanceof Error ? e.message : String(e)}); keeping the last ones`);
     }
     await this.failDoomed();
+    // Processes migpool did not start are read once more before the pass's first start or re-partition.
+    let rechecked = false;
     for (let round = 0; round < 8; round++) {
       // Recorded rounds keep the view the policy saw exactly (histories read once).
       const view = this.o.onRound ? frozenView(this.view()) : this.view();
@@ -512,6 +528,11 @@ export class PoolServiceImpl implements PoolService {
         this.o.onRound?.({ view, decisions, checks: [] });
         break;
       }
+      let deferred: ReadonlySet<Decision> = new Set();
+      if (!rechecked && decisions.some((d) => d.kind !== 'preempt')) {
+        rechecked = true;
+        deferred = await this.recheckForeign(decisions);
+      }
       let acted = 0;
       const checks: { view: ClusterView; problem: string | null }[] = [];
       // What a look-up over a rebuilt view's queue answers, without rebuilding it per decision.
@@ -523,6 +544,8 @@ export class PoolServiceImpl implements PoolService {
         const now = this.o.onRound ? frozenView(this.view(view.queue)) : this.view(view.queue);
         const problem = checkDecision(now, d, stillQueued);
         checks.push({ view: now, problem });
+        // A process appeared where it would act: recheckForeign logged it; the next pass decides afresh.
+        if (deferred.has(d)) continue;
         if (problem !== null) {
           // Once per distinct problem: a policy that repeats a decision every pass does not flood the log.
           if (!this.skipped.has(problem)) {
@@ -1060,46 +1083,127 @@ export class PoolServiceImpl implements PoolService {
   private async readForeignNow(): Promise<void> {
     try {
       const before = this.occupants();
+      const read = ++this.foreignReads;
       const processes = await this.o.gpu.listProcesses();
-      const after = this.occupants();
-      const byIndex = new Map(this.gpusFound.map((g) => [g.index, g]));
-      const next = new Map<number | string, number[]>();
-      for (const p of processes) {
-        const g = byIndex.get(p.gpu);
-        if (!g) continue;
-        let key: number | string;
-        if (g.current.migMode.current !== 'enabled') {
-          if (before.whole.has(p.gpu) || after.whole.has(p.gpu)) continue;
-          key = p.gpu;
-        } else {
-          const inst = p.gpuInstanceId === null ? undefined : [...g.giIds].find(([, id]) => id === p.gpuInstanceId);
-          if (!inst) continue;
-          key = `${p.gpu}|${inst[0]}`;
-          if (before.instances.has(key) || after.instances.has(key)) continue;
-        }
-        const pids = next.get(key);
-        if (pids) pids.push(p.pid);
-        else next.set(key, [p.pid]);
-      }
-      const where = (key: number | string) => (typeof key === 'number' ? `GPU ${key}` : `GPU ${key.split('|')[0]} instance at ${key.split('|')[1]}`);
-      let changed = next.size !== this.foreign.size;
-      for (const [key, pids] of next) {
-        if (pids.join(',') === this.foreign.get(key)?.join(',')) continue;
-        changed = true;
-        const one = pids.length === 1;
-        this.o.log?.(`${where(key)}: process${one ? '' : 'es'} ${pids.join(', ')} that migpool did not start run${one ? 's' : ''} on it; no job starts there until ${one ? 'it ends' : 'they end'}`);
-      }
-      for (const key of this.foreign.keys()) if (!next.has(key)) this.o.log?.(`${where(key)}: the processes migpool did not start have ended; it takes jobs again`);
-      if (!changed) return;
-      this.foreign = next;
-      this.schedule();
+      this.takeForeign(read, this.foreignIn(processes, before, this.occupants()));
     } catch (e) {
       this.o.log?.(`reading the GPUs' processes failed (${e instanceof Error ? e.message.split('\n')[0] : String(e)}); keeping the last answer`);
     }
   }
 
+  /**
+   * Just before a round's starts and re-partitions are applied: reads the GPUs' processes once
+   * more (the last read may be up to a tick old) and returns the decisions that target a GPU or
+   * instance where a process migpool did not start appeared since. Those are not applied: the job
+   * stays queued, the GPU keeps its layout, and the next pass (asked for by takeForeign) decides
+   * afresh with the process in its view. One log line per such GPU or instance names the process
+   * and what it kept off. A failed read keeps the last answer and defers nothing.
+   */
+  private async recheckForeign(decisions: readonly Decision[]): Promise<ReadonlySet<Decision>> {
+    const deferred = new Set<Decision>();
+    if (this.stopped) return deferred;
+    let found: Map<number | string, number[]>;
+    const read = ++this.foreignReads;
+    try {
+      // Under the service lock: no job starts or ends during the read, so one occupancy serves as both.
+      const occupants = this.occupants();
+      found = this.foreignIn(await this.o.gpu.listProcesses(), occupants, occupants);
+    } catch (e) {
+      // Once until a read succeeds: every pass that starts something tries, and a broken nvidia-smi would flood the log.
+      if (!this.recheckFailing) this.o.log?.(`reading the GPUs' processes before starting jobs failed (${e instanceof Error ? e.message.split('\n')[0] : String(e)}); going on with the last answer until a read succeeds`);
+      this.recheckFailing = true;
+      return deferred;
+    }
+    this.recheckFailing = false;
+    const fresh = new Set<number | string>();
+    for (const [key, pids] of found) if (pids.some((pid) => !(this.foreign.get(key) ?? []).includes(pid))) fresh.add(key);
+    const keptOff = new Map<number | string, string[]>();
+    for (const d of decisions) {
+      const keys = this.targetsOf(d).filter((k) => fresh.has(k));
+      if (keys.length === 0) continue;
+      deferred.add(d);
+      const what = d.kind === 'repartition' ? `GPU ${this.gpusFound[d.gpu]?.index ?? d.gpu} was about to be re-partitioned: it keeps its layout for now` : `job ${d.job} was about to start there: it stays queued`;
+      for (const k of keys) keptOff.set(k, [...(keptOff.get(k) ?? []), what]);
+    }
+    this.takeForeign(read, found, keptOff);
+    return deferred;
+  }
+
+  /** The GPUs (by index, MIG off) and instances (`gpu|start`) a decision would start a job on or re-partition. */
+  private targetsOf(d: Decision): (number | string)[] {
+    switch (d.kind) {
+      case 'start-on-instance': {
+        const g = this.gpusFound[d.gpu];
+        return g ? [`${g.index}|${d.start}`] : [];
+      }
+      case 'start-on-gpus':
+        return d.gpus.flatMap((id) => {
+          const g = this.gpusFound[id];
+          return g ? [g.index] : [];
+        });
+      case 'repartition': {
+        const g = this.gpusFound[d.gpu];
+        return g ? [g.index, ...g.current.instances.map((i) => `${g.index}|${i.start}`)] : [];
+      }
+      case 'preempt':
+        return [];
+    }
+  }
+
+  /**
+   * The processes of a read that the pool did not start, by where they run: a MIG-off GPU (its
+   * index) or a MIG instance (`gpu|start`) that ran no job of the pool before (`before`) nor
+   * after (`after`) the read.
+   */
+  private foreignIn(processes: readonly GpuProcess[], before: Occupants, after: Occupants): Map<number | string, number[]> {
+    const byIndex = new Map(this.gpusFound.map((g) => [g.index, g]));
+    const next = new Map<number | string, number[]>();
+    for (const p of processes) {
+      const g = byIndex.get(p.gpu);
+      if (!g) continue;
+      let key: number | string;
+      if (g.current.migMode.current !== 'enabled') {
+        if (before.whole.has(p.gpu) || after.whole.has(p.gpu)) continue;
+        key = p.gpu;
+      } else {
+        const inst = p.gpuInstanceId === null ? undefined : [...g.giIds].find(([, id]) => id === p.gpuInstanceId);
+        if (!inst) continue;
+        key = `${p.gpu}|${inst[0]}`;
+        if (before.instances.has(key) || after.instances.has(key)) continue;
+      }
+      const pids = next.get(key);
+      if (pids) pids.push(p.pid);
+      else next.set(key, [p.pid]);
+    }
+    return next;
+  }
+
+  /**
+   * Makes read number `read`'s foreign processes the current ones, unless a later read was taken
+   * already: logs each GPU or instance where they changed (with `keptOff`: what the new ones kept
+   * off it) and asks for a pass when anything changed.
+   */
+  private takeForeign(read: number, next: ReadonlyMap<number | string, readonly number[]>, keptOff?: ReadonlyMap<number | string, readonly string[]>): void {
+    if (read < this.foreignTaken) return;
+    this.foreignTaken = read;
+    const where = (key: number | string) => (typeof key === 'number' ? `GPU ${key}` : `GPU ${key.split('|')[0]} instance at ${key.split('|')[1]}`);
+    let changed = next.size !== this.foreign.size;
+    for (const [key, pids] of next) {
+      if (pids.join(',') === this.foreign.get(key)?.join(',')) continue;
+      changed = true;
+      const one = pids.length === 1;
+      const kept = keptOff?.get(key);
+      const also = kept ? ` (seen as ${kept.join(' and ')})` : '';
+      this.o.log?.(`${where(key)}: process${one ? '' : 'es'} ${pids.join(', ')} that migpool did not start run${one ? 's' : ''} on it; no job starts there until ${one ? 'it ends' : 'they end'}${also}`);
+    }
+    for (const key of this.foreign.keys()) if (!next.has(key)) this.o.log?.(`${where(key)}: the processes migpool did not start have ended; it takes jobs again`);
+    if (!changed) return;
+    this.foreign = next;
+    this.schedule();
+  }
+
   /** Who holds what: jobs on instances (`gpu|start`) and whole-GPU jobs, from the placements. */
-  private occupants(): { instances: Map<string, string>; whole: Map<number, string[]>; sharing: Map<number, 'exclusive' | 'timeslice' | 'mps'> } {
+  private occupants(): Occupants {
     const instances = new Map<string, string>();
     const whole = new Map<number, string[]>();
     const sharing = new Map<number, 'exclusive' | 'timeslice' | 'mps'>();
