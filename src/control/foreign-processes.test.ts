@@ -49,10 +49,10 @@ class WatchedGpuPort extends SimulatedGpuPort {
 /**
  * A service on simulated GPUs (`spec`) with `policyName`, its store and data dir in a temporary
  * directory removed after the test (its jobs cancelled first), started after `before` has set
- * the machine up (e.g. attached a foreign process). Its log lines are kept in `logs`; `gpu`
- * counts its reads of the GPUs' processes.
+ * the machine up (e.g. attached a foreign process), on the clock `now` [Date.now]. Its log lines
+ * are kept in `logs`; `gpu` counts its reads of the GPUs' processes.
  */
-async function startService(spec: string, policyName: string, before?: (machine: SimulatedMachine) => void): Promise<{ machine: SimulatedMachine; service: PoolServiceImpl; logs: string[]; gpu: WatchedGpuPort }> {
+async function startService(spec: string, policyName: string, before?: (machine: SimulatedMachine) => void, now?: () => number): Promise<{ machine: SimulatedMachine; service: PoolServiceImpl; logs: string[]; gpu: WatchedGpuPort }> {
   const dir = mkdtempSync(join(tmpdir(), 'migpool-foreign-'));
   const machine = SimulatedMachine.create(parseSimulateSpec(spec), 1, spec);
   before?.(machine);
@@ -67,6 +67,7 @@ async function startService(spec: string, policyName: string, before?: (machine:
     policy: parsePolicy(policyName),
     dataDir: dir,
     tickMs: 50,
+    ...(now ? { now } : {}),
     log: (l) => logs.push(l),
   });
   cleanup.push(async () => {
@@ -228,6 +229,38 @@ describe('a GPU running processes migpool did not start', () => {
       machine.detachProcess(second);
       await tick(service);
       await until('seven 1g.5gb slices', async () => (machine.listComputeInstances(0).length === 7 ? true : null));
+    });
+
+    it("does not take a job's own process, still listed just after the job ended, for someone else's; one still there a tick later is", async () => {
+      manualTicks();
+      // The service's clock stands still unless the test moves it.
+      let clock = Date.now();
+      const { machine, service, logs } = await startService('1xA100-SXM4-40GB', 'static:7x1g.5gb', undefined, () => clock);
+      await until('seven 1g.5gb slices', async () => (machine.listComputeInstances(0).length === 7 ? true : null));
+      const job = await service.submit({ name: 'slice', command: ['sleep', '30'], resources: { profile: '1g.5gb' } });
+      const running = await until('the job running', async () => {
+        const r = await service.getJob(job.id);
+        return r?.state === 'running' ? r : null;
+      });
+      const start = running.placement?.kind === 'instance' ? running.placement.start : -1;
+      // The job's CUDA process, as nvidia-smi lists it on the job's slice; a tick's read sees it there.
+      const gi = machine.listGpuInstances(0).find((g) => g.start === start)!;
+      const ci = machine.listComputeInstances(0).find((c) => c.gpuInstanceId === gi.id)!;
+      const pid = machine.attachProcess(0, { gpuInstanceId: gi.id, computeInstanceId: ci.id, name: 'train.py' });
+      await tick(service);
+      // The job ends; the read after its end still lists its process: not someone else's.
+      await service.cancel(job.id);
+      await until('the job cancelled', async () => ((await service.getJob(job.id))?.state === 'cancelled' ? true : null));
+      await sleep(100);
+      await service.idle();
+      await tick(service);
+      expect(logs.filter((l) => l.includes(`process ${pid}`))).toEqual([]);
+      expect((await service.gpus())[0]!.instances.find((i) => i.start === start)?.foreignPids).toEqual([]);
+      // A tick later it is still there: no longer the job's ending, it keeps jobs off the slice.
+      clock += 50;
+      await tick(service);
+      expect(logs.filter((l) => l.includes(`process ${pid}`))).toEqual([`GPU 0 instance at ${start}: process ${pid} that migpool did not start runs on it; no job starts there until it ends`]);
+      expect((await service.gpus())[0]!.instances.find((i) => i.start === start)?.foreignPids).toEqual([pid]);
     });
   });
 });

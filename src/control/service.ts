@@ -211,6 +211,14 @@ export class PoolServiceImpl implements PoolService {
   /** Reads of the GPUs' processes begun so far, and the number of the latest one taken: an older read that ends later is dropped. */
   private foreignReads = 0;
   private foreignTaken = 0;
+  /**
+   * GPU processes listed where a job of the pool ran: its own (the job's and its children's), by
+   * pid, with where, and when first listed there after the job had left (null: not yet). On a real
+   * GPU, nvidia-smi may still list a job's process for a moment after the job's runner reported its
+   * end (the runner waits until no process of the job's group is alive, bin/migpool-job-runner.js):
+   * for one tick it is the job's, ending, and not logged as foreign (see foreignIn).
+   */
+  private readonly ownProcesses = new Map<number, { key: number | string; endedAt: number | null }>();
   /** Whether the last read before a pass's starts failed (logged once until one succeeds). */
   private recheckFailing = false;
   private explainedAt = -Infinity;
@@ -1085,7 +1093,7 @@ export class PoolServiceImpl implements PoolService {
       const before = this.occupants();
       const read = ++this.foreignReads;
       const processes = await this.o.gpu.listProcesses();
-      this.takeForeign(read, this.foreignIn(processes, before, this.occupants()));
+      this.takeForeign(read, this.foreignIn(read, processes, before, this.occupants()));
     } catch (e) {
       this.o.log?.(`reading the GPUs' processes failed (${e instanceof Error ? e.message.split('\n')[0] : String(e)}); keeping the last answer`);
     }
@@ -1107,7 +1115,7 @@ export class PoolServiceImpl implements PoolService {
     try {
       // Under the service lock: no job starts or ends during the read, so one occupancy serves as both.
       const occupants = this.occupants();
-      found = this.foreignIn(await this.o.gpu.listProcesses(), occupants, occupants);
+      found = this.foreignIn(read, await this.o.gpu.listProcesses(), occupants, occupants);
     } catch (e) {
       // Once until a read succeeds: every pass that starts something tries, and a broken nvidia-smi would flood the log.
       if (!this.recheckFailing) this.o.log?.(`reading the GPUs' processes before starting jobs failed (${e instanceof Error ? e.message.split('\n')[0] : String(e)}); going on with the last answer until a read succeeds`);
@@ -1151,29 +1159,49 @@ export class PoolServiceImpl implements PoolService {
   }
 
   /**
-   * The processes of a read that the pool did not start, by where they run: a MIG-off GPU (its
-   * index) or a MIG instance (`gpu|start`) that ran no job of the pool before (`before`) nor
-   * after (`after`) the read.
+   * The processes of read number `read` that the pool did not start, by where they run: a MIG-off
+   * GPU (its index) or a MIG instance (`gpu|start`) that ran no job of the pool before (`before`)
+   * nor after (`after`) the read. A process listed where a job of the pool ran is that job's
+   * (remembered in `ownProcesses`); listed there again once the job has ended, it is still the
+   * job's, ending, for one tick (not foreign, not logged), and foreign after that.
    */
-  private foreignIn(processes: readonly GpuProcess[], before: Occupants, after: Occupants): Map<number | string, number[]> {
+  private foreignIn(read: number, processes: readonly GpuProcess[], before: Occupants, after: Occupants): Map<number | string, number[]> {
     const byIndex = new Map(this.gpusFound.map((g) => [g.index, g]));
     const next = new Map<number | string, number[]>();
+    // An older read that ends after a newer one was taken changes nothing remembered.
+    const latest = read >= this.foreignTaken;
+    const now = this.o.now();
     for (const p of processes) {
       const g = byIndex.get(p.gpu);
       if (!g) continue;
       let key: number | string;
+      let held: boolean;
       if (g.current.migMode.current !== 'enabled') {
-        if (before.whole.has(p.gpu) || after.whole.has(p.gpu)) continue;
         key = p.gpu;
+        held = before.whole.has(p.gpu) || after.whole.has(p.gpu);
       } else {
         const inst = p.gpuInstanceId === null ? undefined : [...g.giIds].find(([, id]) => id === p.gpuInstanceId);
         if (!inst) continue;
         key = `${p.gpu}|${inst[0]}`;
-        if (before.instances.has(key) || after.instances.has(key)) continue;
+        held = before.instances.has(key) || after.instances.has(key);
+      }
+      const own = this.ownProcesses.get(p.pid);
+      if (held) {
+        if (latest && (own?.key !== key || own.endedAt !== null)) this.ownProcesses.set(p.pid, { key, endedAt: null });
+        continue;
+      }
+      if (own?.key === key) {
+        const endedAt = own.endedAt ?? now;
+        if (latest && own.endedAt === null) this.ownProcesses.set(p.pid, { key, endedAt });
+        if (now - endedAt < this.o.tickMs) continue;
       }
       const pids = next.get(key);
       if (pids) pids.push(p.pid);
       else next.set(key, [p.pid]);
+    }
+    if (latest) {
+      const listed = new Set(processes.map((p) => p.pid));
+      for (const pid of this.ownProcesses.keys()) if (!listed.has(pid)) this.ownProcesses.delete(pid);
     }
     return next;
   }
