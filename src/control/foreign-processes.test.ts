@@ -262,5 +262,18 @@ describe('a GPU running processes migpool did not start', () => {
       expect(logs.filter((l) => l.includes(`process ${pid}`))).toEqual([`GPU 0 instance at ${start}: process ${pid} that migpool did not start runs on it; no job starts there until it ends`]);
       expect((await service.gpus())[0]!.instances.find((i) => i.start === start)?.foreignPids).toEqual([pid]);
     });
+
+    it('starts the job when that read fails, as the last read allowed, and says so once', async () => {
+      manualTicks();
+      const { service, logs, gpu } = await startService('1xA100-SXM4-40GB', 'exclusive');
+      await service.idle();
+      gpu.beforeNextList = () => {
+        throw new Error('nvidia-smi timed out');
+      };
+      const job = await service.submit({ name: 'whole', command: ['sleep', '30'], resources: { gpus: 1 } });
+      await service.idle();
+      expect(await service.getJob(job.id)).toMatchObject({ state: 'running', placement: expect.objectContaining({ gpus: [0] }) });
+      expect(logs.filter((l) => l.includes('failed'))).toEqual(["reading the GPUs' processes before starting jobs failed (nvidia-smi timed out); going on with the last answer until a read succeeds"]);
+    });
   });
 });
