@@ -1110,6 +1110,8 @@ export class PoolServiceImpl implements PoolService {
   private async recheckForeign(decisions: readonly Decision[]): Promise<ReadonlySet<Decision>> {
     const deferred = new Set<Decision>();
     if (this.stopped) return deferred;
+    // What the round's policy saw (a tick's read may take a newer answer during this one).
+    const seen = this.foreign;
     let found: Map<number | string, number[]>;
     const read = ++this.foreignReads;
     try {
@@ -1124,7 +1126,7 @@ export class PoolServiceImpl implements PoolService {
     }
     this.recheckFailing = false;
     const fresh = new Set<number | string>();
-    for (const [key, pids] of found) if (pids.some((pid) => !(this.foreign.get(key) ?? []).includes(pid))) fresh.add(key);
+    for (const [key, pids] of found) if (pids.some((pid) => !(seen.get(key) ?? []).includes(pid))) fresh.add(key);
     const keptOff = new Map<number | string, string[]>();
     for (const d of decisions) {
       const keys = this.targetsOf(d).filter((k) => fresh.has(k));
