@@ -72,6 +72,8 @@ async function startService(spec: string, policyName: string, before?: (machine:
   });
   cleanup.push(async () => {
     for (const j of await service.listJobs()) await service.cancel(j.id);
+    // Their runners write exit.json and close the logs as they end: wait for that before removing the directory.
+    await until('the cancelled jobs ended', async () => ((await service.listJobs({ states: ['running', 'starting'] })).length === 0 ? true : null));
     await service.stop();
     await store.close();
     // Jobs cancelled just now may still be closing their logs: retry a directory not yet empty.
