@@ -1,8 +1,9 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { createLocalExecutor } from '../exec/local-executor.js';
+import type { GpuProcess } from '../gpu/port.js';
 import { SimulatedGpuPort } from '../gpu/simulated/driver.js';
 import { SimulatedMachine } from '../gpu/simulated/machine.js';
 import { parseSimulateSpec } from '../gpu/simulated/spec.js';
@@ -31,18 +32,20 @@ async function until<T>(what: string, get: () => Promise<T | null>, ms = 10_000)
 
 /**
  * The simulated GPU port, counting its reads of the processes; `beforeNextList`, when set, runs
- * once just before the next read (e.g. attaches a process: one that appears just before that read).
+ * once just before the next read (e.g. attaches a process: one that appears just before that
+ * read); `extra` processes are listed besides the machine's (e.g. a job's real process).
  */
 class WatchedGpuPort extends SimulatedGpuPort {
   lists = 0;
   beforeNextList: (() => void) | null = null;
+  extra: GpuProcess[] = [];
 
-  override listProcesses(): ReturnType<SimulatedGpuPort['listProcesses']> {
+  override async listProcesses(): Promise<GpuProcess[]> {
     this.lists++;
     const hook = this.beforeNextList;
     this.beforeNextList = null;
     hook?.();
-    return super.listProcesses();
+    return [...(await super.listProcesses()), ...this.extra];
   }
 }
 
@@ -237,7 +240,7 @@ describe('a GPU running processes migpool did not start', () => {
       manualTicks();
       // The service's clock stands still unless the test moves it.
       let clock = Date.now();
-      const { machine, service, logs } = await startService('1xA100-SXM4-40GB', 'static:7x1g.5gb', undefined, () => clock);
+      const { machine, service, logs, gpu } = await startService('1xA100-SXM4-40GB', 'static:7x1g.5gb', undefined, () => clock);
       await until('seven 1g.5gb slices', async () => (machine.listComputeInstances(0).length === 7 ? true : null));
       const job = await service.submit({ name: 'slice', command: ['sleep', '30'], resources: { profile: '1g.5gb' } });
       const running = await until('the job running', async () => {
@@ -245,24 +248,34 @@ describe('a GPU running processes migpool did not start', () => {
         return r?.state === 'running' ? r : null;
       });
       const start = running.placement?.kind === 'instance' ? running.placement.start : -1;
-      // The job's CUDA process, as nvidia-smi lists it on the job's slice; a tick's read sees it there.
       const gi = machine.listGpuInstances(0).find((g) => g.start === start)!;
       const ci = machine.listComputeInstances(0).find((c) => c.gpuInstanceId === gi.id)!;
-      const pid = machine.attachProcess(0, { gpuInstanceId: gi.id, computeInstanceId: ci.id, name: 'train.py' });
+      // nvidia-smi lists the job's process (the real `sleep`, in the job's session) on its slice,
+      // and one someone else started there while the job ran; a tick's read sees both.
+      const jobPid = await until('the runner recording the job', async () => {
+        try {
+          return (JSON.parse(readFileSync(join(running.process!.dir, 'runner.json'), 'utf8')) as { jobPid?: number }).jobPid ?? null;
+        } catch {
+          return null; // not written yet
+        }
+      });
+      gpu.extra = [{ pid: jobPid, name: 'sleep', gpu: 0, gpuInstanceId: gi.id, computeInstanceId: ci.id, usedMemoryMiB: 500 }];
+      const other = machine.attachProcess(0, { gpuInstanceId: gi.id, computeInstanceId: ci.id, name: 'someone-elses.py' });
       await tick(service);
-      // The job ends; the read after its end still lists its process: not someone else's.
+      expect(logs.filter((l) => l.includes('did not start'))).toEqual([]);
+      // The job ends; the reads after its end still list its process: only the other one is someone else's.
       await service.cancel(job.id);
       await until('the job cancelled', async () => ((await service.getJob(job.id))?.state === 'cancelled' ? true : null));
-      await sleep(100);
       await service.idle();
       await tick(service);
-      expect(logs.filter((l) => l.includes(`process ${pid}`))).toEqual([]);
-      expect((await service.gpus())[0]!.instances.find((i) => i.start === start)?.foreignPids).toEqual([]);
-      // A tick later it is still there: no longer the job's ending, it keeps jobs off the slice.
+      const slice = async () => (await service.gpus())[0]!.instances.find((i) => i.start === start)?.foreignPids;
+      expect(logs.filter((l) => l.includes('did not start'))).toEqual([`GPU 0 instance at ${start}: process ${other} that migpool did not start runs on it; no job starts there until it ends`]);
+      expect(await slice()).toEqual([other]);
+      // A tick later the job's process is still listed: no longer its job ending, it keeps jobs off the slice too.
       clock += 50;
       await tick(service);
-      expect(logs.filter((l) => l.includes(`process ${pid}`))).toEqual([`GPU 0 instance at ${start}: process ${pid} that migpool did not start runs on it; no job starts there until it ends`]);
-      expect((await service.gpus())[0]!.instances.find((i) => i.start === start)?.foreignPids).toEqual([pid]);
+      expect(logs.filter((l) => l.includes(`process ${jobPid}`) || l.includes(`, ${jobPid}`))).toEqual([`GPU 0 instance at ${start}: processes ${other}, ${jobPid} that migpool did not start run on it; no job starts there until they end`]);
+      expect(await slice()).toEqual([other, jobPid]);
     });
 
     it('starts the job when that read fails, as the last read allowed, and says so once', async () => {

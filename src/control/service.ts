@@ -2,7 +2,8 @@ import { closeSync, fstatSync, mkdirSync, openSync, readSync } from 'node:fs';
 import { join } from 'node:path';
 import { badInput, MigpoolError } from '../errors.js';
 import type { Executor, ExitReport } from '../exec/executor.js';
-import { readExitFile, readProcessRef } from '../exec/local-executor.js';
+import { readExitFile, readJobSession, readProcessRef } from '../exec/local-executor.js';
+import { readProcStat } from '../exec/proc.js';
 import { readLogChunk } from '../exec/log-file.js';
 import { ProgressReader } from '../exec/progress-reader.js';
 import { explainPending } from '../sched/pending.js';
@@ -212,8 +213,8 @@ export class PoolServiceImpl implements PoolService {
   private foreignReads = 0;
   private foreignTaken = 0;
   /**
-   * GPU processes listed where a job of the pool ran: its own (the job's and its children's), by
-   * pid, with where, and when first listed there after the job had left (null: not yet). On a real
+   * GPU processes listed where a job of the pool ran, in the job's session: its own (the job's and
+   * its children's), by pid, with where, and when first listed there after the job had left (null: not yet). On a real
    * GPU, nvidia-smi may still list a job's process for a moment after the job's runner reported its
    * end (the runner waits until no process of the job's group is alive, bin/migpool-job-runner.js):
    * for one tick it is the job's, ending, and not logged as foreign (see foreignIn).
@@ -1163,9 +1164,10 @@ export class PoolServiceImpl implements PoolService {
   /**
    * The processes of read number `read` that the pool did not start, by where they run: a MIG-off
    * GPU (its index) or a MIG instance (`gpu|start`) that ran no job of the pool before (`before`)
-   * nor after (`after`) the read. A process listed where a job of the pool ran is that job's
-   * (remembered in `ownProcesses`); listed there again once the job has ended, it is still the
-   * job's, ending, for one tick (not foreign, not logged), and foreign after that.
+   * nor after (`after`) the read. A process listed where a job of the pool runs, in the job's
+   * session, is the job's (remembered in `ownProcesses`); listed there again once the job has
+   * ended, it is still the job's, ending, for one tick (not foreign, not logged), and foreign after
+   * that. One someone else started beside the job is foreign as soon as the job has ended.
    */
   private foreignIn(read: number, processes: readonly GpuProcess[], before: Occupants, after: Occupants): Map<number | string, number[]> {
     const byIndex = new Map(this.gpusFound.map((g) => [g.index, g]));
@@ -1189,7 +1191,11 @@ export class PoolServiceImpl implements PoolService {
       }
       const own = this.ownProcesses.get(p.pid);
       if (held) {
-        if (latest && (own?.key !== key || own.endedAt !== null)) this.ownProcesses.set(p.pid, { key, endedAt: null });
+        if (latest && (own?.key !== key || own.endedAt !== null)) {
+          const jobs = typeof key === 'number' ? [...(before.whole.get(key) ?? []), ...(after.whole.get(key) ?? [])] : [before.instances.get(key), after.instances.get(key)].filter((id) => id !== undefined);
+          if (this.isJobsProcess(p.pid, jobs)) this.ownProcesses.set(p.pid, { key, endedAt: null });
+          else this.ownProcesses.delete(p.pid);
+        }
         continue;
       }
       if (own?.key === key) {
@@ -1206,6 +1212,21 @@ export class PoolServiceImpl implements PoolService {
       for (const pid of this.ownProcesses.keys()) if (!listed.has(pid)) this.ownProcesses.delete(pid);
     }
     return next;
+  }
+
+  /**
+   * Whether GPU process `pid` is one of the jobs' own: a live process (in this machine's /proc) in
+   * the session of a job's current attempt (readJobSession), which a process someone else started
+   * beside the job cannot join.
+   */
+  private isJobsProcess(pid: number, jobIds: readonly string[]): boolean {
+    const session = readProcStat(pid)?.session;
+    if (session === undefined) return false;
+    for (const id of jobIds) {
+      const dir = this.active.get(id)?.process?.dir;
+      if (dir !== undefined && readJobSession(dir) === session) return true;
+    }
+    return false;
   }
 
   /**

@@ -150,6 +150,18 @@ export function readProcessRef(dir: string): ProcessRef | null {
   return { pid: runner.pid, startTicks: runner.startTicks, dir };
 }
 
+/**
+ * The session of an attempt's job, or null before the runner recorded it: the job's pid from
+ * `runner.json`, as the runner starts the command detached, which makes it the leader of a new
+ * session (https://nodejs.org/api/child_process.html#optionsdetached). Everything the job starts
+ * stays in that session unless it calls setsid() itself, and no process of another session can
+ * join it (setpgid(2) moves a process only between groups of its own session).
+ */
+export function readJobSession(dir: string): number | null {
+  const runner = readRunnerFile(dir);
+  return runner !== null && runner.jobPid !== null && runner.jobPid > 1 ? runner.jobPid : null;
+}
+
 /** The grace period an attempt was launched with (its `launch.json`), or null when unreadable. */
 function graceOfLaunch(dir: string): number | null {
   const launch = readJson(attemptFiles(dir).launch);

@@ -4,12 +4,12 @@ import { isSameLiveProcess, parseProcStat, readProcStat } from './proc.js';
 const tail = '0 -1 4194304 100 0 0 0 0 0 0 0 20 0 1 0 807547 3133440 379 18446744073709551615';
 
 describe('parseProcStat', () => {
-  it('reads state, process group and start ticks', () => {
-    expect(parseProcStat(`11650 (cat) R 11643 11643 10897 ${tail}\n`)).toEqual({ pid: 11650, state: 'R', pgrp: 11643, startTicks: '807547' });
+  it('reads state, process group, session and start ticks', () => {
+    expect(parseProcStat(`11650 (cat) R 11643 11643 10897 ${tail}\n`)).toEqual({ pid: 11650, state: 'R', pgrp: 11643, session: 10897, startTicks: '807547' });
   });
 
   it('counts fields from the last parenthesis: command names may hold blanks and parentheses', () => {
-    expect(parseProcStat(`42 (a) b (c) ) S 1 77 77 ${tail}`)).toEqual({ pid: 42, state: 'S', pgrp: 77, startTicks: '807547' });
+    expect(parseProcStat(`42 (a) b (c) ) S 1 77 77 ${tail}`)).toEqual({ pid: 42, state: 'S', pgrp: 77, session: 77, startTicks: '807547' });
   });
 
   it('returns null for text that is not a stat line', () => {

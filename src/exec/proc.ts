@@ -10,6 +10,8 @@ export interface ProcStat {
   readonly state: string;
   /** Field 5: the process group id. */
   readonly pgrp: number;
+  /** Field 6: the session id (the pid of the session's leader). */
+  readonly session: number;
   /** Field 22: start time in clock ticks since boot, as a decimal string. */
   readonly startTicks: string;
 }
@@ -28,9 +30,10 @@ export function parseProcStat(text: string): ProcStat | null {
   // rest[0] is field 3, so field N is rest[N - 3].
   const state = rest[0];
   const pgrp = Number(rest[2]);
+  const session = Number(rest[3]);
   const startTicks = rest[19];
-  if (!Number.isInteger(pid) || state === undefined || !Number.isInteger(pgrp) || startTicks === undefined || !/^\d+$/.test(startTicks)) return null;
-  return { pid, state, pgrp, startTicks };
+  if (!Number.isInteger(pid) || state === undefined || !Number.isInteger(pgrp) || !Number.isInteger(session) || startTicks === undefined || !/^\d+$/.test(startTicks)) return null;
+  return { pid, state, pgrp, session, startTicks };
 }
 
 /** /proc/PID/stat of a process, or null when there is no such process (or no /proc). */
