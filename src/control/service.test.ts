@@ -147,6 +147,20 @@ describe('the live service', () => {
     expect(await service.cancel('999')).toBeNull();
   });
 
+  it("refuses to preempt a finished or non-preemptible job as the caller's error, not an internal one in the log", async () => {
+    const lines: string[] = [];
+    const { service } = await open(tempDir(), 'exclusive', undefined, { log: (l) => lines.push(l) });
+    const done = await service.submit({ name: 'quick', command: [node, '-e', '0'] });
+    await until(service, done.id, ['succeeded']);
+    await expect(service.preempt(done.id)).rejects.toMatchObject({ code: 'CHECK_FAILED', message: `job ${done.id} is succeeded, not running: only a running job can be preempted` });
+    const fixed = await service.submit({ name: 'fixed', command: [node, '-e', 'setTimeout(() => {}, 60000)'] });
+    await until(service, fixed.id, ['running']);
+    await expect(service.preempt(fixed.id)).rejects.toMatchObject({ code: 'CHECK_FAILED', message: expect.stringMatching(/may not be moved/) as unknown });
+    await service.idle();
+    expect(lines.filter((l) => l.includes('internal'))).toEqual([]);
+    expect((await service.getJob(fixed.id))?.state).toBe('running');
+  });
+
   it('retries a failed job as its spec allows, and fails it when the attempts are spent', async () => {
     const dir = tempDir();
     const { service } = await open(dir, 'exclusive');

@@ -362,16 +362,19 @@ export class PoolServiceImpl implements PoolService {
   async preempt(id: string): Promise<JobRecord | null> {
     const found = await this.getJob(id);
     if (!found) return null;
-    return this.locked(async () => {
+    // A refusal is the caller's answer, thrown outside the lock: what fails inside it is logged as internal.
+    const answer = await this.locked(async (): Promise<JobRecord | MigpoolError> => {
       const rec = this.active.get(id);
-      if (!rec || rec.state !== 'running') throw new MigpoolError('CHECK_FAILED', `job ${id} is ${rec?.state ?? found.state}, not running: only a running job can be preempted`);
-      if (this.specs.get(id)?.preemptible !== true) throw new MigpoolError('CHECK_FAILED', `job ${id} may not be moved: its spec does not say preemptible: true`);
+      if (!rec || rec.state !== 'running') return new MigpoolError('CHECK_FAILED', `job ${id} is ${rec?.state ?? found.state}, not running: only a running job can be preempted`);
+      if (this.specs.get(id)?.preemptible !== true) return new MigpoolError('CHECK_FAILED', `job ${id} may not be moved: its spec does not say preemptible: true`);
       if (rec.cancelRequested || rec.reason === 'preempting') return this.withStatus(rec);
       const marked = await this.update(rec, { reason: 'preempting' });
       await this.event({ type: 'job-preempting', jobId: id, data: { attempt: rec.attempt, preemptions: rec.preemptions ?? 0, by: 'operator' } });
       await this.o.executor.cancel(id);
       return this.withStatus(marked);
     });
+    if (answer instanceof MigpoolError) throw answer;
+    return answer;
   }
 
   async readLog(id: string, stream: 'stdout' | 'stderr', offset: number, limit = 65536): Promise<LogChunk | null> {
