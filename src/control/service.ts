@@ -27,7 +27,7 @@ import { JournalFile } from './journal.js';
 import { launchRefusal } from './launch-check.js';
 import { attemptIdentity } from './run-as.js';
 import { WorkloadLearning, type LearningOptions } from './learning.js';
-import { MIN_RUN_BEFORE_PREEMPT_SECONDS, preemptRefusal, repartitionBackoffMs } from './preempt-rules.js';
+import { failuresInARow, MIN_RUN_BEFORE_PREEMPT_SECONDS, preemptRefusal, repartitionBackoffMs } from './preempt-rules.js';
 import { modelOfGpu, readCurrentState } from './state-reader.js';
 import { expandArrays, isArraySubmission } from './arrays.js';
 import { checkDependencies, dependenciesToLookUp, gateQueue, visibleLookup, type EndedJob, type Gate } from './dependencies.js';
@@ -182,6 +182,8 @@ export class PoolServiceImpl implements PoolService {
   private reconfigurationsFailed = 0;
   /** Per GPU index: re-partitions that failed in a row, and when the next may be tried (ms). */
   private readonly repartitionFailures = new Map<number, { count: number; until: number; error: string }>();
+  /** Per GPU index: its last failed re-partition (number in a row, end of its back-off), kept through successes (see failuresInARow). */
+  private readonly repartitionStreaks = new Map<number, { count: number; until: number }>();
   /**
    * Exit reports seen but not yet settled (settling waits for the lock): a decision about a job
    * that already ended (a preemption) settles it instead of waiting for an end that has come.
@@ -976,9 +978,10 @@ export class PoolServiceImpl implements PoolService {
   /** A re-partition failed: the GPU backs off (exponentially, per GPU), an event and the counter say so. */
   private async repartitionFailed(gpu: number, e: unknown): Promise<void> {
     const error = (e instanceof Error ? e.message : String(e)).split('\n')[0]!;
-    const count = (this.repartitionFailures.get(gpu)?.count ?? 0) + 1;
+    const count = failuresInARow(this.repartitionStreaks.get(gpu), this.o.now());
     const waitMs = repartitionBackoffMs(count);
     this.repartitionFailures.set(gpu, { count, until: this.o.now() + waitMs, error });
+    this.repartitionStreaks.set(gpu, { count, until: this.o.now() + waitMs });
     this.reconfigurationsFailed++;
     this.o.log?.(`GPU ${gpu}: re-partition failed (${count} in a row): ${error}; next try in ${Math.round(waitMs / 1000)} s`);
     await this.event({ type: 'gpu-reconfigure-failed', jobId: null, data: { gpu, error, failures: count, retryInSeconds: waitMs / 1000 } });
