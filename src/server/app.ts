@@ -312,6 +312,9 @@ export async function buildServer(opts: ServerOptions): Promise<FastifyInstance>
     { schema: { querystring: jobListQuerySchema, response: { 200: jobListSchema, ...errorResponses } } },
     async (request) => {
       const q = request.query;
+      if (q.after !== undefined && !/^(0|[1-9]\d{0,15})$/.test(q.after)) {
+        throw new ApiError(400, 'BAD_INPUT', `querystring after: '${q.after}' is not a job id: give the last id of the page before (as in 42), or leave it out for the first page`, 'after');
+      }
       const states = parseStates(q.state);
       // Users list their own jobs; admins everyone's, or one user's with `?user=`.
       const caller = callerOf(request);
@@ -368,8 +371,14 @@ export async function buildServer(opts: ServerOptions): Promise<FastifyInstance>
   app.get<{ Querystring: { after?: number } }>('/v1/events', { schema: { querystring: eventQuerySchema } }, (request, reply) => {
     const header = request.headers['last-event-id'];
     let afterSeq: number | null = request.query.after ?? null;
+    // A seq past the whole numbers a JSON number holds exactly (1e20, 1e400 read as Infinity) is no event's.
+    if (afterSeq !== null && !Number.isSafeInteger(afterSeq)) {
+      throw new ApiError(400, 'BAD_INPUT', `querystring after: ${String(request.query.after)} is not an event seq: give the seq of the last event received (at most ${Number.MAX_SAFE_INTEGER}), or none`, 'after');
+    }
     if (typeof header === 'string' && header.trim() !== '') {
-      if (!/^\d+$/.test(header.trim())) throw new ApiError(400, 'BAD_INPUT', `Last-Event-ID '${header}' is not an event seq: send the id of the last event received, or none`, 'Last-Event-ID');
+      if (!/^\d+$/.test(header.trim()) || !Number.isSafeInteger(Number(header.trim()))) {
+        throw new ApiError(400, 'BAD_INPUT', `Last-Event-ID '${header}' is not an event seq: send the id of the last event received, or none`, 'Last-Event-ID');
+      }
       afterSeq = Number(header.trim());
     }
     reply.hijack();
