@@ -184,11 +184,11 @@ describe('a write whose commit fails', () => {
   // foreign key that a trigger breaks, so that the test needs no full file system.
   const failingCommit: Migration = {
     version: SQLITE_MIGRATIONS.length + 1,
-    name: 'commit fails for job 1 succeeded, user bob weight 9, event x',
+    name: 'commit fails for a job succeeded, user weight 9, event gpu-reconfiguring',
     sql: `CREATE TABLE commit_guard (job_id INTEGER REFERENCES jobs(id) DEFERRABLE INITIALLY DEFERRED);
       CREATE TRIGGER job_guard AFTER UPDATE ON jobs WHEN NEW.state = 'succeeded' BEGIN INSERT INTO commit_guard VALUES (-1); END;
       CREATE TRIGGER user_guard AFTER UPDATE ON users WHEN NEW.weight = 9 BEGIN INSERT INTO commit_guard VALUES (-1); END;
-      CREATE TRIGGER event_guard AFTER INSERT ON events WHEN NEW.type = 'x' BEGIN INSERT INTO commit_guard VALUES (-1); END;`,
+      CREATE TRIGGER event_guard AFTER INSERT ON events WHEN NEW.type = 'gpu-reconfiguring' BEGIN INSERT INTO commit_guard VALUES (-1); END;`,
   };
 
   it('is an error, never a row the database rolled back (no job the store still has running taken for ended)', async () => {
@@ -206,8 +206,8 @@ describe('a write whose commit fails', () => {
       await failure(store.updateUser('bob', { weight: 9 }));
       expect(await store.getUser('bob')).toMatchObject({ weight: 1 });
 
-      await failure(store.appendEvent({ time: 1000, type: 'x', jobId: null, data: {} }));
-      expect((await store.listEvents(0)).map((ev) => ev.type)).not.toContain('x');
+      await failure(store.appendEvent({ time: 1000, type: 'gpu-reconfiguring', jobId: null, data: {} }));
+      expect((await store.listEvents(0)).map((ev) => ev.type)).not.toContain('gpu-reconfiguring');
     } finally {
       await store.close();
     }
