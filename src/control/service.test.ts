@@ -184,6 +184,22 @@ describe('the live service', () => {
     expect(await until(service, gone.id, ['failed', 'succeeded'])).toMatchObject({ state: 'failed', reason: expect.stringContaining(`workdir ${join(dir, 'missing')} does not exist`) });
   });
 
+  it("refuses at submit a job that asks for exactly a profile the policy never cuts (it would wait forever beside idle GPUs)", async () => {
+    // Found on the live service: under --policy timeslice:2, '--profile 1g.5gb' stayed queued beside two idle GPUs.
+    const mig = await open(tempDir(), 'timeslice:2');
+    await expect(mig.service.submit({ name: 'slice', command: ['true'], resources: { profile: '1g.5gb' } })).rejects.toMatchObject({
+      code: 'BAD_INPUT',
+      details: { path: 'resources.profile' },
+      message: expect.stringMatching(/^job spec: resources\.profile: the service's policy timeslice:2 runs no job on a MIG slice \(it keeps MIG off\), so a job that asks for exactly 1g\.5gb would wait forever; ask for at least it/) as unknown,
+    });
+    const atLeast = await mig.service.submit({ name: 'at-least', command: [node, '-e', ''], resources: { profile: { atLeast: '1g.5gb' } } });
+    expect((await until(mig.service, atLeast.id, ['succeeded', 'failed'])).state).toBe('succeeded');
+    const fixed = await open(tempDir(), 'static:7x1g.5gb');
+    await expect(fixed.service.submit({ name: 'two', command: ['true'], resources: { profile: '2g.10gb' } })).rejects.toMatchObject({ message: expect.stringMatching(/policy static:7x1g\.5gb runs jobs on 1g\.5gb slices only/) as unknown });
+    const one = await fixed.service.submit({ name: 'one', command: [node, '-e', ''], resources: { profile: '1g.5gb' } });
+    expect((await until(fixed.service, one.id, ['succeeded', 'failed'])).state).toBe('succeeded');
+  });
+
   it('kills a job past its max runtime and says so', async () => {
     const dir = tempDir();
     const { service } = await open(dir, 'exclusive');

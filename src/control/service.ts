@@ -1254,6 +1254,16 @@ export class PoolServiceImpl implements PoolService {
       const names = [...new Set(this.gpusFound.flatMap((g) => g.model.giProfiles.map((p) => p.name)))];
       throw badInput(`${where}: resources.profile: no GPU here offers '${profile}'; profiles here: ${names.join(', ')}`, { path: 'resources.profile' });
     }
+    // A job that asks for exactly a profile the policy never cuts (MIG off, another static layout) would wait forever.
+    const sliceProfiles = this.o.policy.sliceProfiles?.bind(this.o.policy);
+    if (profile !== undefined && isExactProfile(spec) && sliceProfiles && this.gpusFound.length > 0 && !this.gpusFound.some((g) => sliceProfiles(g.model).includes(profile))) {
+      const given = [...new Set(this.gpusFound.flatMap((g) => sliceProfiles(g.model)))];
+      const gives = given.length === 0 ? 'runs no job on a MIG slice (it keeps MIG off)' : `runs jobs on ${given.join(', ')} slices only`;
+      throw badInput(
+        `${where}: resources.profile: the service's policy ${this.o.policy.name} ${gives}, so a job that asks for exactly ${profile} would wait forever; ask for at least it ({atLeast: ${profile}}, or --at-least ${profile}: a whole GPU then does too), or start migpool serve with a policy that cuts ${profile} slices (e.g. --policy migpool)`,
+        { path: 'resources.profile' },
+      );
+    }
     const gpus = spec.resources.gpus ?? 1;
     if (this.gpusFound.length > 0 && gpus > this.gpusFound.length) {
       const have = this.gpusFound.length;
