@@ -507,6 +507,35 @@ describe('the live service', () => {
     expect((await until(service, b.id, ['succeeded', 'failed'])).state).toBe('succeeded');
   });
 
+  it('says once, not at every pass, that an end cannot be recorded while the disk stays full', async () => {
+    // Found on the live service on a full 4 MiB tmpfs: the same line every 2 s for as long as the disk was full.
+    let full = true;
+    const flaky = (st: Store): Store =>
+      Object.assign(Object.create(Object.getPrototypeOf(st) as object) as Store, st, {
+        init: () => st.init(),
+        close: () => st.close(),
+        updateJob: async (...args: Parameters<Store['updateJob']>) => {
+          if (full && args[2].state === 'succeeded') throw new Error('SQLITE_FULL: database or disk is full');
+          return st.updateJob(...args);
+        },
+      });
+    const lines: string[] = [];
+    const { service } = await open(tempDir(), 'exclusive', undefined, { store: flaky, log: (l) => lines.push(l) });
+    const a = await service.submit({ name: 'full', command: [node, '-e', ''] });
+    const said = () => lines.filter((l) => l.startsWith(`job ${a.id}: its end`));
+    for (let i = 0; i < 200 && said().length === 0; i++) await new Promise((r) => setTimeout(r, 25));
+    // Many passes (a tick every 100 ms here) while the disk stays full.
+    for (let i = 0; i < 8; i++) {
+      service.schedule();
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    expect(said()).toHaveLength(1);
+    expect((await service.getJob(a.id))?.state).toBe('running');
+    full = false;
+    expect((await until(service, a.id, ['succeeded', 'failed'])).state).toBe('succeeded');
+    expect(said()).toHaveLength(2);
+  });
+
   it('two users share the pool: a user with a quota never holds more than it while the other\'s job runs beside', async () => {
     const dir = tempDir();
     const machine = SimulatedMachine.create(parseSimulateSpec('2xA100-SXM4-40GB'), 1, '2xA100-SXM4-40GB');

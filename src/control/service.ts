@@ -184,6 +184,8 @@ export class PoolServiceImpl implements PoolService {
   private readonly repartitionFailures = new Map<number, { count: number; until: number; error: string }>();
   /** Per GPU index: its last failed re-partition (number in a row, end of its back-off), kept through successes (see failuresInARow). */
   private readonly repartitionStreaks = new Map<number, { count: number; until: number }>();
+  /** Per job whose end the store has not taken yet: the last error said about it (said once). */
+  private readonly unrecorded = new Map<string, string>();
   /**
    * Exit reports seen but not yet settled (settling waits for the lock): a decision about a job
    * that already ended (a preemption) settles it instead of waiting for an end that has come.
@@ -483,8 +485,12 @@ export class PoolServiceImpl implements PoolService {
     for (const r of [...this.exitsSeen.values()]) {
       try {
         await this.settle(r);
+        if (this.unrecorded.delete(r.jobId)) this.o.log?.(`job ${r.jobId}: its end is recorded`);
       } catch (e) {
-        this.o.log?.(`job ${r.jobId}: its end could not be recorded yet (${e instanceof Error ? e.message.split('\n')[0] : String(e)}); retrying`);
+        // Said once per job and cause: a disk that stays full would otherwise log a line every pass (2 s).
+        const why = e instanceof Error ? (e.message.split('\n')[0] ?? '') : String(e);
+        if (this.unrecorded.get(r.jobId) !== why) this.o.log?.(`job ${r.jobId}: its end could not be recorded yet (${why}); retrying at every pass`);
+        this.unrecorded.set(r.jobId, why);
         return;
       }
     }
