@@ -186,6 +186,8 @@ export class PoolServiceImpl implements PoolService {
   private readonly repartitionStreaks = new Map<number, { count: number; until: number }>();
   /** Per job whose end the store has not taken yet: the last error said about it (said once). */
   private readonly unrecorded = new Map<string, string>();
+  /** Why the last read of the GPUs' processes failed (said once), or null when it worked. */
+  private processReadFailure: string | null = null;
   /**
    * Exit reports seen but not yet settled (settling waits for the lock): a decision about a job
    * that already ended (a preemption) settles it instead of waiting for an end that has come.
@@ -1065,6 +1067,8 @@ export class PoolServiceImpl implements PoolService {
       const before = this.occupants();
       const processes = await this.o.gpu.listProcesses();
       const after = this.occupants();
+      if (this.processReadFailure !== null) this.o.log?.("reading the GPUs' processes works again");
+      this.processReadFailure = null;
       const byIndex = new Map(this.gpusFound.map((g) => [g.index, g]));
       const next = new Map<number | string, number[]>();
       for (const p of processes) {
@@ -1097,7 +1101,10 @@ export class PoolServiceImpl implements PoolService {
       this.foreign = next;
       this.schedule();
     } catch (e) {
-      this.o.log?.(`reading the GPUs' processes failed (${e instanceof Error ? e.message.split('\n')[0] : String(e)}); keeping the last answer`);
+      // Said once per cause: a failing nvidia-smi would otherwise log a line at every tick (2 s).
+      const why = e instanceof Error ? (e.message.split('\n')[0] ?? '') : String(e);
+      if (why !== this.processReadFailure) this.o.log?.(`reading the GPUs' processes failed (${why}); keeping the last answer, and trying again at every tick`);
+      this.processReadFailure = why;
     }
   }
 
