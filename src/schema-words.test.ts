@@ -24,3 +24,12 @@ describe('schema words for limits', () => {
     expect(said(gpus, 1e308)).toBe('1e+308 is more GPUs than a job may ask for (at most 64 per job); ask for 64 or fewer');
   });
 });
+
+describe('schema words for the keys of a mapping', () => {
+  it("says what is wrong with a key in the key schema's own words, not zod's 'Invalid key in record'", () => {
+    const env = z.record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'environment variable names are letters, digits and _'), z.string());
+    expect(said(env, { 'A=B': 'c' })).toBe("'A=B' is not a valid key: environment variable names are letters, digits and _");
+    expect(said(env, { '': 'c' })).toBe("'' is not a valid key: environment variable names are letters, digits and _");
+    expect(said(z.record(z.string().max(3), z.string()), { toolong: 'x' })).toBe("'toolong' is not a valid key: expected text of at most 3 characters, got 'toolong'");
+  });
+});

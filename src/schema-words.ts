@@ -84,6 +84,11 @@ export const plainWords: z.core.$ZodErrorMap = (issue) => {
       return `expected ${boundWords(issue, issue.maximum, 'most')}, got ${shown(got)}`;
     case 'invalid_value':
       return `expected ${issue.values.map((v) => String(v)).join(' or ')}, got ${shown(got)}`;
+    case 'invalid_key': {
+      // A record's key that its key schema refused: that schema's own words (zod's default says only 'Invalid key in record').
+      const inner = issue.issues[0]?.message;
+      return inner === undefined ? undefined : `${shown(got)} is not a valid key: ${inner}`;
+    }
     case 'unrecognized_keys':
       return `unknown field${issue.keys.length > 1 ? 's' : ''} ${issue.keys.map((k) => `'${k}'`).join(', ')}: remove ${issue.keys.length > 1 ? 'them' : 'it'} or check the spelling`;
     default:

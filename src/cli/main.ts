@@ -18,7 +18,7 @@ import { registerDemo, registerServe } from './commands/serve.js';
 import { registerSubmit } from './commands/submit.js';
 import { registerClient } from './commands/client.js';
 import { registerUsers } from './commands/users.js';
-import { processIo, type Io } from './io.js';
+import { endQuietlyOnClosedPipe, processIo, type Io } from './io.js';
 
 /** Builds the `migpool` command tree. */
 export function buildProgram(io: Io): Command {
@@ -75,6 +75,7 @@ function optionDescription(option: Option): string {
  * device or runtime failure. User errors print one line, never a stack trace.
  */
 export async function main(argv: readonly string[], io: Io = processIo): Promise<number> {
+  if (io === processIo) endQuietlyOnClosedPipe();
   const program = buildProgram(io);
   try {
     await program.parseAsync([...argv], { from: 'user' });

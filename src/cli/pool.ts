@@ -11,6 +11,7 @@ import { createSlurmExecutor } from '../exec/slurm-executor.js';
 import { parsePolicy } from '../sched/registry.js';
 import { buildServer } from '../server/app.js';
 import { DCGM_DIR_HINT, startJobMapping, type JobMappingWriter } from '../server/dcgm-job-mapping.js';
+import { lockDataDir, type DataDirLock } from './data-dir-lock.js';
 import { checkDirectoryPath, loadOrCreateToken, removeServerInfo, tokenPath, writeServerInfo, SERVER_INFO_FILE } from '../server/files.js';
 import { checkStoreFile, openStore } from '../store/open.js';
 import { adoptTokenAsAdmin, FIRST_ADMIN, storeCallers } from '../server/users.js';
@@ -91,22 +92,38 @@ export function loopbackNames(host: string): string[] | null {
  * server.json runs and its command line is migpool's (a pid reused since a crash is not).
  */
 async function checkNotRunning(dataDir: string): Promise<void> {
+  const pid = await runningPid(dataDir);
+  if (pid !== null) throw badInput(`another migpool service (pid ${pid}) uses ${dataDir}: stop it first, or pass another --data-dir`);
+}
+
+/** The pid of the live migpool service that server.json names, or null. */
+async function runningPid(dataDir: string): Promise<number | null> {
   let pid: number | null;
   try {
     const info = JSON.parse(await readFile(join(dataDir, SERVER_INFO_FILE), 'utf8')) as { pid?: unknown };
     pid = typeof info.pid === 'number' ? info.pid : null;
   } catch {
-    return;
+    return null;
   }
-  if (pid === null || pid === process.pid) return;
+  if (pid === null || pid === process.pid) return null;
   let cmdline: string;
   try {
     cmdline = await readFile(`/proc/${pid}/cmdline`, 'utf8');
   } catch {
-    return;
+    return null;
   }
-  if (!cmdline.includes('migpool')) return;
-  throw badInput(`another migpool service (pid ${pid}) uses ${dataDir}: stop it first, or pass another --data-dir`);
+  return cmdline.includes('migpool') ? pid : null;
+}
+
+/**
+ * Takes the data dir for this service (see data-dir-lock.ts), or refuses: another service holds
+ * it, one that may still be starting (no server.json yet) or stopping.
+ */
+async function takeDataDir(dataDir: string): Promise<DataDirLock> {
+  const lock = await lockDataDir(dataDir);
+  if (lock !== null) return lock;
+  const pid = await runningPid(dataDir);
+  throw badInput(`another migpool service ${pid === null ? '(starting or stopping)' : `(pid ${pid})`} uses ${dataDir}: stop it first, or pass another --data-dir`);
 }
 
 function openExecutor(o: PoolOptions, gpu: GpuPort): Executor {
@@ -139,7 +156,18 @@ export async function startPool(o: PoolOptions): Promise<RunningPool> {
   } catch (e) {
     throw badInput(`cannot create --data-dir '${o.dataDir}': ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}; give a writable directory`);
   }
-  await checkNotRunning(o.dataDir);
+  const lock = await takeDataDir(o.dataDir);
+  try {
+    await checkNotRunning(o.dataDir);
+    return await startHolding(o, host, port, policy, lock);
+  } catch (e) {
+    await lock.release();
+    throw e;
+  }
+}
+
+/** {@link startPool} once the data dir is this process's: `close` releases it last. */
+async function startHolding(o: PoolOptions, host: string, port: number, policy: ReturnType<typeof parsePolicy>, lock: DataDirLock): Promise<RunningPool> {
   const opened = openGpuPort({ simulate: o.simulate, stateDir: o.dataDir }, {});
   // The simulated machine is shared with `migpool sim attach` and the jobs' fake nvidia-smi: read its file again when they change it.
   const gpu = opened instanceof SimulatedGpuPort ? new FileSimulatedGpuPort(simulatorStatePath({ stateDir: o.dataDir }, {}), opened.machine) : opened;
@@ -184,6 +212,7 @@ export async function startPool(o: PoolOptions): Promise<RunningPool> {
         await service.stop();
         await store.close();
         await removeServerInfo(o.dataDir);
+        await lock.release();
       },
     };
   } catch (e) {

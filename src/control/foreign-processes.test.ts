@@ -291,4 +291,34 @@ describe('a GPU running processes migpool did not start', () => {
       expect(logs.filter((l) => l.includes('failed'))).toEqual(["reading the GPUs' processes before starting jobs failed (nvidia-smi timed out); going on with the last answer until a read succeeds"]);
     });
   });
+
+  it("says once, not at every tick, that the GPUs' processes cannot be read, and once when they can again", async () => {
+    // Found on the live service: with its simulator file unreadable, the same line every 2 s.
+    const dir = mkdtempSync(join(tmpdir(), 'migpool-foreign-'));
+    const machine = SimulatedMachine.create(parseSimulateSpec('1xA100-SXM4-40GB'), 1, '1xA100-SXM4-40GB');
+    const port = new SimulatedGpuPort(machine);
+    let broken = false;
+    const gpu = Object.assign(Object.create(Object.getPrototypeOf(port) as object) as SimulatedGpuPort, port, {
+      listProcesses: () => (broken ? Promise.reject(new Error('nvidia-smi: Unable to determine the device handle')) : port.listProcesses()),
+    });
+    const store = await openSqliteStore(join(dir, 'migpool.db'));
+    await store.init();
+    const logs: string[] = [];
+    const service = new PoolServiceImpl({ store, executor: createLocalExecutor({ pollMs: 50, graceSeconds: 1 }), gpu, policy: parsePolicy('exclusive'), dataDir: dir, tickMs: 20, log: (l) => logs.push(l) });
+    cleanup.push(async () => {
+      await service.stop();
+      await store.close();
+      rmSync(dir, { recursive: true, force: true });
+    });
+    await service.start();
+    broken = true;
+    const said = () => logs.filter((l) => l.startsWith("reading the GPUs' processes"));
+    await sleep(400);
+    expect(said()).toEqual(["reading the GPUs' processes failed (nvidia-smi: Unable to determine the device handle); keeping the last answer, and trying again at every tick"]);
+    broken = false;
+    await until('the read working again', async () => (said().length === 2 ? true : null));
+    await sleep(200);
+    expect(said()[1]).toBe("reading the GPUs' processes works again");
+    expect(said()).toHaveLength(2);
+  });
 });

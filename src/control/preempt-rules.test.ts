@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { MAX_PREEMPTIONS_PER_JOB, preemptRefusal, repartitionBackoffMs } from './preempt-rules.js';
+import { failuresInARow, MAX_PREEMPTIONS_PER_JOB, preemptRefusal, REPARTITION_STREAK_MS, repartitionBackoffMs } from './preempt-rules.js';
 
 describe('the preemption contract', () => {
   const started = 1_000_000;
@@ -17,5 +17,12 @@ describe('the preemption contract', () => {
   it('backs off exponentially, capped', () => {
     expect([1, 2, 3, 4].map(repartitionBackoffMs)).toEqual([5000, 10_000, 20_000, 40_000]);
     expect(repartitionBackoffMs(100)).toBe(600_000);
+  });
+  it('counts failures in a row through successes between them, and starts again after a quiet spell', () => {
+    expect(failuresInARow(undefined, 50_000)).toBe(1);
+    // The GPU's third failure backed off until t = 100 s; a success at 101 s does not reset the run.
+    expect(failuresInARow({ count: 3, until: 100_000 }, 106_000)).toBe(4);
+    expect(failuresInARow({ count: 3, until: 100_000 }, 100_000 + REPARTITION_STREAK_MS)).toBe(4);
+    expect(failuresInARow({ count: 3, until: 100_000 }, 100_001 + REPARTITION_STREAK_MS)).toBe(1);
   });
 });

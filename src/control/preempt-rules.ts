@@ -43,3 +43,20 @@ export function preemptRefusal(
 export function repartitionBackoffMs(failures: number): number {
   return Math.min(REPARTITION_BACKOFF_MAX_MS, REPARTITION_BACKOFF_BASE_MS * 2 ** Math.max(0, Math.min(30, failures - 1)));
 }
+
+/**
+ * How long after a failed re-partition's back-off has ended another failure of the same GPU still
+ * counts as one more in a row: the longest back-off (10 minutes). A re-partition that succeeds
+ * meanwhile does not end the run: a GPU that can go back to MIG off but not carve its slices
+ * (a fault in GPU instance creation) succeeds at every other try, and its back-off would
+ * otherwise never grow past the first 5 s.
+ */
+export const REPARTITION_STREAK_MS = REPARTITION_BACKOFF_MAX_MS;
+
+/**
+ * The failure in a row that a failed re-partition at `nowMs` is, given the GPU's previous one
+ * (its number in the run and when its back-off ended), or undefined when it has none.
+ */
+export function failuresInARow(previous: { readonly count: number; readonly until: number } | undefined, nowMs: number): number {
+  return previous !== undefined && nowMs - previous.until <= REPARTITION_STREAK_MS ? previous.count + 1 : 1;
+}

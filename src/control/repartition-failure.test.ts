@@ -54,4 +54,51 @@ describe('a re-partition the driver refuses', () => {
     }
     expect(pending).toMatch(/GPU 0 is not re-partitioned for \d+ s more: its last try failed \(.*In use by another client/);
   });
+
+  it('backs off longer at every failure in a row, even when the GPU goes back to MIG off in between', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'migpool-repart-'));
+    const machine = SimulatedMachine.create(parseSimulateSpec('1xA100-SXM4-40GB'), 1, '1xA100-SXM4-40GB');
+    // GPU instance creation fails three times (a faulty GPU); MIG mode changes still work.
+    for (let i = 0; i < 3; i++) machine.injectFault({ operation: 'createGpuInstance', gpu: 0, kind: 'unknown', message: 'injected fault' });
+    const store = await openSqliteStore(join(dir, 'migpool.db'));
+    await store.init();
+    // As the live service's policy did (seen on 2xA100 with a fault injected): a MIG GPU without
+    // instances goes back to MIG off, a MIG-off one is cut into seven slices; a failed cut leaves
+    // MIG on, so every other re-partition succeeds.
+    const seven = [0, 1, 2, 3, 4, 5, 6].map((start) => ({ profile: '1g.5gb', start }));
+    const policy: Policy = {
+      name: 'flip',
+      decide: (view) => {
+        const g = view.gpus[0]!;
+        if (!g.migEnabled) return [{ kind: 'repartition', gpu: 0, layout: seven }];
+        return g.instances.length === 0 ? [{ kind: 'repartition', gpu: 0, layout: null }] : [];
+      },
+    };
+    let now = 1_000_000;
+    const service = new PoolServiceImpl({ store, executor: createLocalExecutor({ pollMs: 50, graceSeconds: 1 }), gpu: new SimulatedGpuPort(machine), policy, dataDir: dir, tickMs: 20, now: () => now, log: () => {} });
+    cleanup.push(async () => {
+      await service.stop();
+      await store.close();
+      rmSync(dir, { recursive: true, force: true });
+    });
+    await service.start();
+    const failures = async (n: number) => {
+      for (let i = 0; i < 400; i++) {
+        const seen = (await service.events(0)).filter((e) => e.type === 'gpu-reconfigure-failed').map((e) => e.data as { failures: number; retryInSeconds: number });
+        if (seen.length >= n) return seen;
+        await new Promise((r) => setTimeout(r, 10));
+      }
+      throw new Error(`fewer than ${n} failed re-partitions`);
+    };
+    expect((await failures(1))[0]).toMatchObject({ failures: 1, retryInSeconds: 5 });
+    now += 5_001;
+    expect((await failures(2))[1]).toMatchObject({ failures: 2, retryInSeconds: 10 });
+    now += 10_001;
+    expect((await failures(3))[2]).toMatchObject({ failures: 3, retryInSeconds: 20 });
+    // MIG off succeeded between the failures each time (the run of failures was not reset by it).
+    expect((await service.events(0)).filter((e) => e.type === 'gpu-reconfigured' && (e.data as { layout: unknown }).layout === null).length).toBeGreaterThanOrEqual(2);
+    now += 20_001;
+    for (let i = 0; i < 400 && machine.listGpuInstances(0).length < 7; i++) await new Promise((r) => setTimeout(r, 10));
+    expect(machine.listGpuInstances(0)).toHaveLength(7);
+  });
 });

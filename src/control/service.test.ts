@@ -147,6 +147,20 @@ describe('the live service', () => {
     expect(await service.cancel('999')).toBeNull();
   });
 
+  it("refuses to preempt a finished or non-preemptible job as the caller's error, not an internal one in the log", async () => {
+    const lines: string[] = [];
+    const { service } = await open(tempDir(), 'exclusive', undefined, { log: (l) => lines.push(l) });
+    const done = await service.submit({ name: 'quick', command: [node, '-e', '0'] });
+    await until(service, done.id, ['succeeded']);
+    await expect(service.preempt(done.id)).rejects.toMatchObject({ code: 'CHECK_FAILED', message: `job ${done.id} is succeeded, not running: only a running job can be preempted` });
+    const fixed = await service.submit({ name: 'fixed', command: [node, '-e', 'setTimeout(() => {}, 60000)'] });
+    await until(service, fixed.id, ['running']);
+    await expect(service.preempt(fixed.id)).rejects.toMatchObject({ code: 'CHECK_FAILED', message: expect.stringMatching(/may not be moved/) as unknown });
+    await service.idle();
+    expect(lines.filter((l) => l.includes('internal'))).toEqual([]);
+    expect((await service.getJob(fixed.id))?.state).toBe('running');
+  });
+
   it('retries a failed job as its spec allows, and fails it when the attempts are spent', async () => {
     const dir = tempDir();
     const { service } = await open(dir, 'exclusive');
@@ -168,6 +182,22 @@ describe('the live service', () => {
     expect(await until(service, typo.id, ['failed', 'succeeded'])).toMatchObject({ state: 'failed', exitCode: 127, reason: expect.stringMatching(/^could not start: cannot start migpool-no-such-program-xyz: command not found/) });
     const gone = await service.submit({ name: 'gone', command: [node, '-e', ''], workdir: join(dir, 'missing') });
     expect(await until(service, gone.id, ['failed', 'succeeded'])).toMatchObject({ state: 'failed', reason: expect.stringContaining(`workdir ${join(dir, 'missing')} does not exist`) });
+  });
+
+  it("refuses at submit a job that asks for exactly a profile the policy never cuts (it would wait forever beside idle GPUs)", async () => {
+    // Found on the live service: under --policy timeslice:2, '--profile 1g.5gb' stayed queued beside two idle GPUs.
+    const mig = await open(tempDir(), 'timeslice:2');
+    await expect(mig.service.submit({ name: 'slice', command: ['true'], resources: { profile: '1g.5gb' } })).rejects.toMatchObject({
+      code: 'BAD_INPUT',
+      details: { path: 'resources.profile' },
+      message: expect.stringMatching(/^job spec: resources\.profile: the service's policy timeslice:2 runs no job on a MIG slice \(it keeps MIG off\), so a job that asks for exactly 1g\.5gb would wait forever; ask for at least it/) as unknown,
+    });
+    const atLeast = await mig.service.submit({ name: 'at-least', command: [node, '-e', ''], resources: { profile: { atLeast: '1g.5gb' } } });
+    expect((await until(mig.service, atLeast.id, ['succeeded', 'failed'])).state).toBe('succeeded');
+    const fixed = await open(tempDir(), 'static:7x1g.5gb');
+    await expect(fixed.service.submit({ name: 'two', command: ['true'], resources: { profile: '2g.10gb' } })).rejects.toMatchObject({ message: expect.stringMatching(/policy static:7x1g\.5gb runs jobs on 1g\.5gb slices only/) as unknown });
+    const one = await fixed.service.submit({ name: 'one', command: [node, '-e', ''], resources: { profile: '1g.5gb' } });
+    expect((await until(fixed.service, one.id, ['succeeded', 'failed'])).state).toBe('succeeded');
   });
 
   it('kills a job past its max runtime and says so', async () => {
@@ -475,6 +505,35 @@ describe('the live service', () => {
     expect(failNext).toBe(false);
     const b = await service.submit({ name: 'next', command: [node, '-e', '0'] });
     expect((await until(service, b.id, ['succeeded', 'failed'])).state).toBe('succeeded');
+  });
+
+  it('says once, not at every pass, that an end cannot be recorded while the disk stays full', async () => {
+    // Found on the live service on a full 4 MiB tmpfs: the same line every 2 s for as long as the disk was full.
+    let full = true;
+    const flaky = (st: Store): Store =>
+      Object.assign(Object.create(Object.getPrototypeOf(st) as object) as Store, st, {
+        init: () => st.init(),
+        close: () => st.close(),
+        updateJob: async (...args: Parameters<Store['updateJob']>) => {
+          if (full && args[2].state === 'succeeded') throw new Error('SQLITE_FULL: database or disk is full');
+          return st.updateJob(...args);
+        },
+      });
+    const lines: string[] = [];
+    const { service } = await open(tempDir(), 'exclusive', undefined, { store: flaky, log: (l) => lines.push(l) });
+    const a = await service.submit({ name: 'full', command: [node, '-e', ''] });
+    const said = () => lines.filter((l) => l.startsWith(`job ${a.id}: its end`));
+    for (let i = 0; i < 200 && said().length === 0; i++) await new Promise((r) => setTimeout(r, 25));
+    // Many passes (a tick every 100 ms here) while the disk stays full.
+    for (let i = 0; i < 8; i++) {
+      service.schedule();
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    expect(said()).toHaveLength(1);
+    expect((await service.getJob(a.id))?.state).toBe('running');
+    full = false;
+    expect((await until(service, a.id, ['succeeded', 'failed'])).state).toBe('succeeded');
+    expect(said()).toHaveLength(2);
   });
 
   it('two users share the pool: a user with a quota never holds more than it while the other\'s job runs beside', async () => {

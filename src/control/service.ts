@@ -28,7 +28,7 @@ import { JournalFile } from './journal.js';
 import { launchRefusal } from './launch-check.js';
 import { attemptIdentity } from './run-as.js';
 import { WorkloadLearning, type LearningOptions } from './learning.js';
-import { MIN_RUN_BEFORE_PREEMPT_SECONDS, preemptRefusal, repartitionBackoffMs } from './preempt-rules.js';
+import { failuresInARow, MIN_RUN_BEFORE_PREEMPT_SECONDS, preemptRefusal, repartitionBackoffMs } from './preempt-rules.js';
 import { modelOfGpu, readCurrentState } from './state-reader.js';
 import { expandArrays, isArraySubmission } from './arrays.js';
 import { checkDependencies, dependenciesToLookUp, gateQueue, visibleLookup, type EndedJob, type Gate } from './dependencies.js';
@@ -192,6 +192,12 @@ export class PoolServiceImpl implements PoolService {
   private reconfigurationsFailed = 0;
   /** Per GPU index: re-partitions that failed in a row, and when the next may be tried (ms). */
   private readonly repartitionFailures = new Map<number, { count: number; until: number; error: string }>();
+  /** Per GPU index: its last failed re-partition (number in a row, end of its back-off), kept through successes (see failuresInARow). */
+  private readonly repartitionStreaks = new Map<number, { count: number; until: number }>();
+  /** Per job whose end the store has not taken yet: the last error said about it (said once). */
+  private readonly unrecorded = new Map<string, string>();
+  /** Why the last read of the GPUs' processes failed (said once), or null when it worked. */
+  private processReadFailure: string | null = null;
   /**
    * Exit reports seen but not yet settled (settling waits for the lock): a decision about a job
    * that already ended (a preemption) settles it instead of waiting for an end that has come.
@@ -385,16 +391,19 @@ export class PoolServiceImpl implements PoolService {
   async preempt(id: string): Promise<JobRecord | null> {
     const found = await this.getJob(id);
     if (!found) return null;
-    return this.locked(async () => {
+    // A refusal is the caller's answer, thrown outside the lock: what fails inside it is logged as internal.
+    const answer = await this.locked(async (): Promise<JobRecord | MigpoolError> => {
       const rec = this.active.get(id);
-      if (!rec || rec.state !== 'running') throw new MigpoolError('CHECK_FAILED', `job ${id} is ${rec?.state ?? found.state}, not running: only a running job can be preempted`);
-      if (this.specs.get(id)?.preemptible !== true) throw new MigpoolError('CHECK_FAILED', `job ${id} may not be moved: its spec does not say preemptible: true`);
+      if (!rec || rec.state !== 'running') return new MigpoolError('CHECK_FAILED', `job ${id} is ${rec?.state ?? found.state}, not running: only a running job can be preempted`);
+      if (this.specs.get(id)?.preemptible !== true) return new MigpoolError('CHECK_FAILED', `job ${id} may not be moved: its spec does not say preemptible: true`);
       if (rec.cancelRequested || rec.reason === 'preempting') return this.withStatus(rec);
       const marked = await this.update(rec, { reason: 'preempting' });
       await this.event({ type: 'job-preempting', jobId: id, data: { attempt: rec.attempt, preemptions: rec.preemptions ?? 0, by: 'operator' } });
       await this.o.executor.cancel(id);
       return this.withStatus(marked);
     });
+    if (answer instanceof MigpoolError) throw answer;
+    return answer;
   }
 
   async readLog(id: string, stream: 'stdout' | 'stderr', offset: number, limit = 65536): Promise<LogChunk | null> {
@@ -510,8 +519,12 @@ export class PoolServiceImpl implements PoolService {
     for (const r of [...this.exitsSeen.values()]) {
       try {
         await this.settle(r);
+        if (this.unrecorded.delete(r.jobId)) this.o.log?.(`job ${r.jobId}: its end is recorded`);
       } catch (e) {
-        this.o.log?.(`job ${r.jobId}: its end could not be recorded yet (${e instanceof Error ? e.message.split('\n')[0] : String(e)}); retrying`);
+        // Said once per job and cause: a disk that stays full would otherwise log a line every pass (2 s).
+        const why = e instanceof Error ? (e.message.split('\n')[0] ?? '') : String(e);
+        if (this.unrecorded.get(r.jobId) !== why) this.o.log?.(`job ${r.jobId}: its end could not be recorded yet (${why}); retrying at every pass`);
+        this.unrecorded.set(r.jobId, why);
         return;
       }
     }
@@ -1014,9 +1027,10 @@ export class PoolServiceImpl implements PoolService {
   /** A re-partition failed: the GPU backs off (exponentially, per GPU), an event and the counter say so. */
   private async repartitionFailed(gpu: number, e: unknown): Promise<void> {
     const error = (e instanceof Error ? e.message : String(e)).split('\n')[0]!;
-    const count = (this.repartitionFailures.get(gpu)?.count ?? 0) + 1;
+    const count = failuresInARow(this.repartitionStreaks.get(gpu), this.o.now());
     const waitMs = repartitionBackoffMs(count);
     this.repartitionFailures.set(gpu, { count, until: this.o.now() + waitMs, error });
+    this.repartitionStreaks.set(gpu, { count, until: this.o.now() + waitMs });
     this.reconfigurationsFailed++;
     this.o.log?.(`GPU ${gpu}: re-partition failed (${count} in a row): ${error}; next try in ${Math.round(waitMs / 1000)} s`);
     await this.event({ type: 'gpu-reconfigure-failed', jobId: null, data: { gpu, error, failures: count, retryInSeconds: waitMs / 1000 } });
@@ -1094,9 +1108,14 @@ export class PoolServiceImpl implements PoolService {
       const before = this.occupants();
       const read = ++this.foreignReads;
       const processes = await this.o.gpu.listProcesses();
+      if (this.processReadFailure !== null) this.o.log?.("reading the GPUs' processes works again");
+      this.processReadFailure = null;
       this.takeForeign(read, this.foreignIn(read, processes, before, this.occupants()));
     } catch (e) {
-      this.o.log?.(`reading the GPUs' processes failed (${e instanceof Error ? e.message.split('\n')[0] : String(e)}); keeping the last answer`);
+      // Said once per cause: a failing nvidia-smi would otherwise log a line at every tick (2 s).
+      const why = e instanceof Error ? (e.message.split('\n')[0] ?? '') : String(e);
+      if (why !== this.processReadFailure) this.o.log?.(`reading the GPUs' processes failed (${why}); keeping the last answer, and trying again at every tick`);
+      this.processReadFailure = why;
     }
   }
 
@@ -1411,6 +1430,16 @@ export class PoolServiceImpl implements PoolService {
     if (profile !== undefined && this.gpusFound.length > 0 && !this.gpusFound.some((g) => g.model.giProfiles.some((p) => p.name === profile))) {
       const names = [...new Set(this.gpusFound.flatMap((g) => g.model.giProfiles.map((p) => p.name)))];
       throw badInput(`${where}: resources.profile: no GPU here offers '${profile}'; profiles here: ${names.join(', ')}`, { path: 'resources.profile' });
+    }
+    // A job that asks for exactly a profile the policy never cuts (MIG off, another static layout) would wait forever.
+    const sliceProfiles = this.o.policy.sliceProfiles?.bind(this.o.policy);
+    if (profile !== undefined && isExactProfile(spec) && sliceProfiles && this.gpusFound.length > 0 && !this.gpusFound.some((g) => sliceProfiles(g.model).includes(profile))) {
+      const given = [...new Set(this.gpusFound.flatMap((g) => sliceProfiles(g.model)))];
+      const gives = given.length === 0 ? 'runs no job on a MIG slice (it keeps MIG off)' : `runs jobs on ${given.join(', ')} slices only`;
+      throw badInput(
+        `${where}: resources.profile: the service's policy ${this.o.policy.name} ${gives}, so a job that asks for exactly ${profile} would wait forever; ask for at least it ({atLeast: ${profile}}, or --at-least ${profile}: a whole GPU then does too), or start migpool serve with a policy that cuts ${profile} slices (e.g. --policy migpool)`,
+        { path: 'resources.profile' },
+      );
     }
     const gpus = spec.resources.gpus ?? 1;
     if (this.gpusFound.length > 0 && gpus > this.gpusFound.length) {

@@ -30,6 +30,7 @@ import { MigpoolError, badInput } from '../errors.js';
 import type { ProcessRef } from '../store/types.js';
 import type { Executor, ExitReport, LaunchSpec } from './executor.js';
 import { isSameLiveProcess, readProcStat } from './proc.js';
+import { withoutServiceSecrets } from './service-secrets.js';
 
 export interface LocalExecutorOptions {
   /** Seconds from SIGTERM to SIGKILL when an attempt is cancelled or runs past its max runtime. Default 10. */
@@ -363,7 +364,8 @@ export function createLocalExecutor(opts: LocalExecutorOptions = {}): Executor {
       const err = openSync(files.stderr, 'a', 0o644);
       try {
         if (spec.runAs) ownLogs([out, err], spec.runAs, spec.jobId);
-        child = spawn(process.execPath, [jobRunnerPath(), files.launch], { cwd: spec.dir, detached: true, stdio: ['ignore', out, err] });
+        // The runner gives the job its own environment: the service's, less the service's credentials.
+        child = spawn(process.execPath, [jobRunnerPath(), files.launch], { cwd: spec.dir, detached: true, stdio: ['ignore', out, err], env: withoutServiceSecrets(process.env) });
       } finally {
         closeSync(err);
       }

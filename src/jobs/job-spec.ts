@@ -16,7 +16,7 @@ const memorySchema = z.union([z.number().positive(), z.string().regex(MEMORY, 'e
   const m = MEMORY.exec(v)!;
   const n = Number(m[1]);
   return /^m/i.test(m[2]!) ? n / 1024 : n;
-});
+}).refine((v) => v > 0, 'expected an amount greater than 0, such as 8GiB or 512MiB');
 
 /** Seconds, or `90s`, `30m`, `2h`, `1d`. */
 const durationSchema = z.union([z.number().positive(), z.string().regex(DURATION, 'expected seconds or a duration such as 30m or 2h')]).transform((v) => {
@@ -24,6 +24,9 @@ const durationSchema = z.union([z.number().positive(), z.string().regex(DURATION
   const m = DURATION.exec(v)!;
   return Number(m[1]) * { s: 1, m: 60, h: 3600, d: 86400 }[m[2] as 's' | 'm' | 'h' | 'd'];
 });
+
+/** A duration that must be longer than 0 (`0s` is refused as the number 0 is). */
+const positiveDurationSchema = durationSchema.refine((v) => v > 0, 'expected a duration greater than 0, such as 30m or 2h');
 
 /** `0-99`, `0-99%8` (at most 8 running at once), `7`: Slurm's `--array` notation (sbatch(1)), one range. */
 export const ARRAY_RANGE = /^(\d{1,5})(?:-(\d{1,5}))?(?:%(\d{1,5}))?$/;
@@ -92,7 +95,7 @@ export const jobSpecSchema = z.strictObject({
   workload: z.string().min(1).optional(),
   resources: resourcesSchema.default({ gpus: 1 }),
   priority: z.enum(['foreground', 'background']).default('foreground'),
-  maxRuntime: durationSchema
+  maxRuntime: positiveDurationSchema
     .refine((v) => v <= MAX_RUNTIME_SECONDS, `at most ${MAX_RUNTIME_SECONDS / 86_400} days (366d); leave maxRuntime out for a job with no limit`)
     .optional(),
   /**
@@ -108,7 +111,7 @@ export const jobSpecSchema = z.strictObject({
     .optional(),
   retries: z.number().int().min(0).max(10).default(0),
   /** Seconds the job would take alone on one whole GPU, if known (helps the policy order jobs). */
-  estimatedSeconds: durationSchema.refine((v) => v <= MAX_RUNTIME_SECONDS, 'at most 366 days (366d)').optional(),
+  estimatedSeconds: positiveDurationSchema.refine((v) => v <= MAX_RUNTIME_SECONDS, 'at most 366 days (366d)').optional(),
   /** Free-form `key: value` tags (team, experiment, ...): stored with the job and shown by `migpool jobs`. */
   labels: z
     .record(z.string().regex(LABEL_KEY, 'label keys are letters, digits and _ . / - (at most 64), starting and ending with a letter or digit'), z.string().max(256, 'label values are at most 256 characters'))

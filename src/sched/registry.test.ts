@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { MigpoolError } from '../errors.js';
 import { parsePolicies, parsePolicy, policyEntry, policyHelp, POLICIES, POLICY_NAMES, policySyntax, splitPolicyNames, type PolicyEntry } from './registry.js';
+import { resolveGpuModel } from '../mig/catalog/index.js';
 
 function message(f: () => unknown): string {
   try {
@@ -84,6 +85,16 @@ describe('parsePolicy', () => {
     expect(message(() => parsePolicy('static:7x1g.7gb'))).toContain("no catalogued GPU offers profile '1g.7gb'");
     expect(message(() => parsePolicy('static:7x1g.7gb'))).toContain(valid);
     expect(message(() => parsePolicy('exclusive:2'))).toContain('takes no argument');
+  });
+});
+
+describe('the MIG slices a policy runs jobs on', () => {
+  it('are none for the policies that keep MIG off, the layout for static, any for the MIG policies, under any spelling', () => {
+    const a100 = resolveGpuModel('A100-40GB');
+    for (const name of ['exclusive', 'timeslice:2', 'mps:3', 'dp', 'deeppool', 'tiresias', 'gavel', 'EXCLUSIVE']) expect(parsePolicy(name).sliceProfiles?.(a100), name).toEqual([]);
+    expect([...(parsePolicy('static:3g.20gb+2g.10gb+1g.5gb+1g.5gb').sliceProfiles?.(a100) ?? [])].sort()).toEqual(['1g.5gb', '2g.10gb', '3g.20gb']);
+    expect(parsePolicy('Static:7x1g.5gb').sliceProfiles?.(a100)).toEqual(['1g.5gb']);
+    for (const name of ['migpool', 'miso']) expect(parsePolicy(name).sliceProfiles, name).toBeUndefined();
   });
 });
 

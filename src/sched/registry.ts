@@ -6,10 +6,11 @@ import { exclusivePolicy } from './policies/exclusive.js';
 import { migpoolPolicy } from './policies/migpool.js';
 import { misoPolicy } from './policies/miso.js';
 import { MAX_SHARERS, sharingPolicy } from './policies/sharing.js';
-import { staticPolicy } from './policies/static.js';
+import { parseStaticLayout, resolveStaticLayout, staticPolicy } from './policies/static.js';
 import { gavelPolicy, parseGavelRound } from './policies/gavel.js';
 import { parseTiresiasThresholds, tiresiasPolicy } from './policies/tiresias.js';
 import { MIG_SLICES, WHOLE_GPUS, withShares, type LeastHolding } from './share-policy.js';
+import type { GpuModel } from '../mig/types.js';
 import type { Policy } from './types.js';
 
 /** What a policy's argument (the text after `name:`) looks like. */
@@ -56,6 +57,23 @@ export interface PolicyEntry {
    * holds its GPUs]. `arg` as for `create`, already accepted by it.
    */
   readonly least?: (arg: string | null) => LeastHolding;
+  /**
+   * The MIG profiles the policy ever runs a job on, on a GPU of `model` (Policy.sliceProfiles):
+   * `[]` for a policy that keeps MIG off. Absent: any profile the GPU offers. `arg` as for `create`.
+   */
+  readonly sliceProfiles?: (arg: string | null, model: GpuModel) => readonly string[];
+}
+
+/** What a policy that keeps MIG off runs jobs on: no MIG slice. */
+const NO_SLICES = (): readonly string[] => [];
+
+/** The profiles of a static layout on `model`; none where the model cannot hold the layout. */
+function staticProfiles(arg: string | null, model: GpuModel): readonly string[] {
+  try {
+    return [...new Set(resolveStaticLayout(parseStaticLayout(arg ?? ''), model, arg ?? '').instances.map((i) => i.profile.name))];
+  } catch {
+    return [];
+  }
 }
 
 /** What some policies need from outside the scheduling core: the HiGHS runtime (src/exec/highs.ts loads it). */
@@ -79,6 +97,7 @@ export const POLICIES: readonly PolicyEntry[] = [
     help: 'whole GPUs, MIG off, one job per GPU; first come first served with EASY backfilling (what most clusters do)',
     examples: ['exclusive'],
     create: () => exclusivePolicy(),
+    sliceProfiles: NO_SLICES,
   },
   {
     name: 'timeslice',
@@ -86,6 +105,7 @@ export const POLICIES: readonly PolicyEntry[] = [
     help: 'MIG off; up to N jobs take turns on a GPU (CUDA time-slicing)',
     examples: ['timeslice:2'],
     create: (arg) => sharingPolicy('timeslice', sharers('timeslice', arg ?? '')),
+    sliceProfiles: NO_SLICES,
   },
   {
     name: 'mps',
@@ -93,6 +113,7 @@ export const POLICIES: readonly PolicyEntry[] = [
     help: 'MIG off; up to N jobs run side by side on a GPU (CUDA MPS)',
     examples: ['mps:3'],
     create: (arg) => sharingPolicy('mps', sharers('mps', arg ?? '')),
+    sliceProfiles: NO_SLICES,
   },
   {
     name: 'static',
@@ -101,6 +122,7 @@ export const POLICIES: readonly PolicyEntry[] = [
     examples: ['static:7x1g.5gb', 'static:3g.20gb+2g.10gb+1g.5gb+1g.5gb'],
     create: (arg) => staticPolicy(arg ?? ''),
     least: () => MIG_SLICES,
+    sliceProfiles: staticProfiles,
   },
   {
     name: 'miso',
@@ -121,12 +143,14 @@ export const POLICIES: readonly PolicyEntry[] = [
     help: "DeepPool's baseline (Park et al., MLSys 2022): foreground jobs first, strong-scaled ones data-parallel",
     examples: ['dp'],
     create: () => dpPolicy(),
+    sliceProfiles: NO_SLICES,
   },
   {
     name: 'deeppool',
     help: 'DeepPool (Park et al., MLSys 2022): burst-parallel foreground jobs, background jobs in their idle GPU time',
     examples: ['deeppool'],
     create: () => deeppoolPolicy(),
+    sliceProfiles: NO_SLICES,
   },
   {
     name: 'tiresias',
@@ -134,6 +158,7 @@ export const POLICIES: readonly PolicyEntry[] = [
     help: 'Tiresias (Gu et al., NSDI 2019): discretised 2D-LAS over attained GPU-seconds, preemptive, whole GPUs; never reads job lengths',
     examples: ['tiresias:3250,7200', 'tiresias'],
     create: (arg) => (arg === null ? tiresiasPolicy() : tiresiasPolicy(parseTiresiasThresholds(arg))),
+    sliceProfiles: NO_SLICES,
   },
   {
     name: 'gavel',
@@ -141,6 +166,7 @@ export const POLICIES: readonly PolicyEntry[] = [
     help: "Gavel's max-min fairness (Narayanan et al., OSDI 2020): heterogeneity-aware shares realised in rounds; never reads job lengths",
     examples: ['gavel:360', 'gavel'],
     create: (arg, deps) => gavelPolicy({ ...(arg === null ? {} : { roundSeconds: parseGavelRound(arg) }), ...(deps.highs ? { highs: deps.highs } : {}) }),
+    sliceProfiles: NO_SLICES,
   },
 ];
 
@@ -198,22 +224,27 @@ export function parsePolicy(text: string, deps: PolicyDeps = {}): Policy {
   try {
     // Quotas and fair share apply to every policy alike (a no-op when the view has no users).
     policy = withShares(entry.create(arg, deps), entry.least?.(arg) ?? WHOLE_GPUS);
+    const slices = entry.sliceProfiles;
+    if (slices) policy = delegated(policy, policy.name, (model) => slices(arg, model));
   } catch (e) {
     if (e instanceof MigpoolError && e.code === 'BAD_INPUT') throw badInput(`policy '${name}': ${e.message}; ${validList()}`, e.details);
     throw e;
   }
-  return policy.name === name ? policy : renamed(policy, name);
+  return policy.name === name ? policy : delegated(policy, name);
 }
 
-/** The policy under another name (what the user wrote), with all it offers. */
-function renamed(policy: Policy, name: string): Policy {
+/** The policy under `name` (what the user wrote), with all it offers, and `sliceProfiles` where given. */
+function delegated(policy: Policy, name: string, sliceProfiles?: (model: GpuModel) => readonly string[]): Policy {
   const wakeAt = policy.wakeAt;
   const explain = policy.explain;
+  const slices = sliceProfiles ?? policy.sliceProfiles?.bind(policy);
   return {
     name,
     decide: (view, ctx) => policy.decide(view, ctx),
     ...(wakeAt ? { wakeAt: (view) => wakeAt.call(policy, view) } : {}),
     ...(explain ? { explain: (view, ctx) => explain.call(policy, view, ctx) } : {}),
+    ...(policy.recutRule !== undefined ? { recutRule: policy.recutRule } : {}),
+    ...(slices ? { sliceProfiles: slices } : {}),
   };
 }
 

@@ -251,4 +251,10 @@ export interface Policy {
    * slices are idle`): the pending reason of a job such a re-cut would hold says it.
    */
   readonly recutRule?: string;
+  /**
+   * Optional: the MIG profiles the policy ever runs a job on, on a GPU of `model`: none for a
+   * policy that keeps MIG off, the layout's for a static one. Absent: any profile the GPU offers.
+   * The service refuses at submit a job that asks for exactly a profile no GPU would give it.
+   */
+  sliceProfiles?(model: GpuModel): readonly string[];
 }

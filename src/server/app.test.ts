@@ -244,6 +244,8 @@ describe('GET /v1/jobs', () => {
     expect(after.json()).toMatchObject({ error: { code: 'BAD_INPUT', path: 'after', message: expect.stringContaining("querystring after 'abc' is not a job id: give the `next` of the page before") } });
     expect((await app.inject(get('/v1/jobs?order=up'))).json()).toMatchObject({ error: { path: 'order' } });
     expect((await app.inject(get('/v1/jobs?priority=urgent'))).statusCode).toBe(400);
+    // Not the store's own wording ('store: listJobs: after must be ...').
+    expect((await app.inject(get('/v1/jobs?after=zz'))).json()).toMatchObject({ error: { code: 'BAD_INPUT', path: 'after', message: expect.stringContaining("querystring after 'zz' is not a job id") } });
   });
 
   it('answers a page of 500 jobs by default, with `next` to follow until it is null', async () => {
@@ -561,6 +563,14 @@ describe('GET /v1/events', () => {
     const bad = await fetch(url, { headers: { ...auth, 'last-event-id': 'abc' } });
     expect(bad.status).toBe(400);
     expect(((await bad.json()) as { error: { path: string } }).error.path).toBe('Last-Event-ID');
+    // Seqs beyond the safe integers were taken, and the stream then said only 'replay failed: store: listEvents: ...'.
+    for (const after of ['1e400', '1e20', '9007199254740993']) {
+      const huge = await fetch(`${url}?after=${after}`, { headers: auth });
+      expect(huge.status, after).toBe(400);
+      expect(((await huge.json()) as { error: { path: string; message: string } }).error).toMatchObject({ path: 'after', message: expect.stringMatching(/is not an event seq/) as unknown });
+      const header = await fetch(url, { headers: { ...auth, 'last-event-id': '100000000000000000000' } });
+      expect(header.status).toBe(400);
+    }
     await closeNow(server);
   });
 

@@ -380,8 +380,14 @@ export async function buildServer(opts: ServerOptions): Promise<FastifyInstance>
   app.get<{ Querystring: { after?: number } }>('/v1/events', { schema: { querystring: eventQuerySchema } }, (request, reply) => {
     const header = request.headers['last-event-id'];
     let afterSeq: number | null = request.query.after ?? null;
+    // A seq past the whole numbers a JSON number holds exactly (1e20, 1e400 read as Infinity) is no event's.
+    if (afterSeq !== null && !Number.isSafeInteger(afterSeq)) {
+      throw new ApiError(400, 'BAD_INPUT', `querystring after: ${String(request.query.after)} is not an event seq: give the seq of the last event received (at most ${Number.MAX_SAFE_INTEGER}), or none`, 'after');
+    }
     if (typeof header === 'string' && header.trim() !== '') {
-      if (!/^\d+$/.test(header.trim())) throw new ApiError(400, 'BAD_INPUT', `Last-Event-ID '${header}' is not an event seq: send the id of the last event received, or none`, 'Last-Event-ID');
+      if (!/^\d+$/.test(header.trim()) || !Number.isSafeInteger(Number(header.trim()))) {
+        throw new ApiError(400, 'BAD_INPUT', `Last-Event-ID '${header}' is not an event seq: send the id of the last event received, or none`, 'Last-Event-ID');
+      }
       afterSeq = Number(header.trim());
     }
     reply.hijack();

@@ -177,3 +177,39 @@ describe('openStore', () => {
     expect(() => checkStoreFile({ dataDir: join(dir, 'none-yet') })).not.toThrow();
   });
 });
+
+describe('a write whose commit fails', () => {
+  // The commit of a single statement fails after its RETURNING row was produced: as the WAL write
+  // does on a full disk (SQLITE_FULL, seen on the live service on a 4 MiB tmpfs), here a deferred
+  // foreign key that a trigger breaks, so that the test needs no full file system.
+  const failingCommit: Migration = {
+    version: SQLITE_MIGRATIONS.length + 1,
+    name: 'commit fails for a job succeeded, user weight 9, event gpu-reconfiguring',
+    sql: `CREATE TABLE commit_guard (job_id INTEGER REFERENCES jobs(id) DEFERRABLE INITIALLY DEFERRED);
+      CREATE TRIGGER job_guard AFTER UPDATE ON jobs WHEN NEW.state = 'succeeded' BEGIN INSERT INTO commit_guard VALUES (-1); END;
+      CREATE TRIGGER user_guard AFTER UPDATE ON users WHEN NEW.weight = 9 BEGIN INSERT INTO commit_guard VALUES (-1); END;
+      CREATE TRIGGER event_guard AFTER INSERT ON events WHEN NEW.type = 'gpu-reconfiguring' BEGIN INSERT INTO commit_guard VALUES (-1); END;`,
+  };
+
+  it('is an error, never a row the database rolled back (no job the store still has running taken for ended)', async () => {
+    const store = openSqliteStore(join(dir, 'failing-commit.db'), { migrations: [...SQLITE_MIGRATIONS, failingCommit] });
+    await store.init();
+    try {
+      const [job] = await store.insertJobs([parseJobSpec({ name: 'a', command: ['true'] })], 1000);
+      const running = (await store.updateJob(job!.id, job!.version, { state: 'running', attempt: 1 }))!;
+      const e = await failure(store.updateJob(running.id, running.version, { state: 'succeeded', exitCode: 0 }));
+      expect(e.code).toBe('RUNTIME');
+      expect(e.message).toMatch(/SQLITE_CONSTRAINT_FOREIGNKEY/);
+      expect(await store.getJob(running.id)).toMatchObject({ state: 'running', version: running.version });
+
+      await store.insertUser({ name: 'bob' }, 'a'.repeat(64), 1000);
+      await failure(store.updateUser('bob', { weight: 9 }));
+      expect(await store.getUser('bob')).toMatchObject({ weight: 1 });
+
+      await failure(store.appendEvent({ time: 1000, type: 'gpu-reconfiguring', jobId: null, data: {} }));
+      expect((await store.listEvents(0)).map((ev) => ev.type)).not.toContain('gpu-reconfiguring');
+    } finally {
+      await store.close();
+    }
+  });
+});

@@ -146,6 +146,17 @@ class SqliteStore implements Store {
     private readonly migrations: readonly Migration[],
   ) {}
 
+  /**
+   * The first row a writing statement with `RETURNING` gives, once the statement has run to its
+   * end. Never `statement.get()` for those: SQLite produces a RETURNING statement's rows before
+   * it commits, and better-sqlite3's `get` stops after the first row, where a failed commit (the
+   * WAL write on a full disk: SQLITE_FULL; a deferred foreign key) is never reported, so the
+   * caller would take a change the database rolled back for written. `all` steps to the end.
+   */
+  private returning<T>(statement: Database.Statement, params: readonly unknown[]): T | undefined {
+    return (statement.all(...params) as T[])[0];
+  }
+
   /** The prepared statement for `sql`, prepared once per store. */
   private stmt(sql: string): Database.Statement {
     if (this.closed) throw new MigpoolError('RUNTIME', `${this.where}: the store is closed; open it again`);
@@ -260,7 +271,7 @@ class SqliteStore implements Store {
     const q = updateJobSql(n, expectedVersion, patch, SQLITE);
     const statement = this.stmt(q.sql);
     if (n === null || !Number.isSafeInteger(expectedVersion)) return null;
-    const row = this.run(() => statement.get(...q.params) as JobRow | undefined);
+    const row = this.run(() => this.returning<JobRow>(statement, q.params));
     return row ? jobFromRow(row) : null;
   }
 
@@ -275,7 +286,7 @@ class SqliteStore implements Store {
     const statement = this.stmt('INSERT INTO events (time, type, job_id, data) VALUES (?, ?, ?, ?) RETURNING *');
     return this.run(() => {
       try {
-        return eventFromRow(statement.get(e.time, e.type, e.jobId, e.data) as EventRow);
+        return eventFromRow(this.returning<EventRow>(statement, [e.time, e.type, e.jobId, e.data])!);
       } catch (err) {
         if (err instanceof Database.SqliteError && err.code === 'SQLITE_CONSTRAINT_FOREIGNKEY') throw missingEventJob(event.jobId);
         throw err;
@@ -325,7 +336,7 @@ class SqliteStore implements Store {
     const statement = this.stmt(q.sql);
     return this.run(() => {
       try {
-        return userFromRow(statement.get(...q.params) as UserRow);
+        return userFromRow(this.returning<UserRow>(statement, q.params)!);
       } catch (err) {
         if (err instanceof Database.SqliteError && err.code === 'SQLITE_CONSTRAINT_PRIMARYKEY') throw userExists(user.name);
         throw err;
@@ -337,7 +348,7 @@ class SqliteStore implements Store {
     const q = updateUserSql(name, patch, SQLITE);
     if (q === null) return this.getUser(name);
     const statement = this.stmt(q.sql);
-    const row = this.run(() => statement.get(...q.params) as UserRow | undefined);
+    const row = this.run(() => this.returning<UserRow>(statement, q.params));
     return row ? userFromRow(row) : null;
   }
 

@@ -8,6 +8,7 @@ import { FINAL_STATES, JOB_STATES, type JobPlacement, type JobRecord, type JobSt
 import { ServiceClient, type ConnectOptions } from '../client.js';
 import { writeJson, type Io } from '../io.js';
 import { renderTable } from '../table.js';
+import { throughRestarts, type Outage } from '../through-restarts.js';
 
 /** Adds --data-dir, --url and --token to a command that talks to `migpool serve`. */
 export function withServiceOptions(cmd: Command): Command {
@@ -202,8 +203,11 @@ export function registerClient(program: Command, io: Io): void {
       let pending = '';
       let all = '';
       let done: boolean;
+      // Following, a restart of the service is waited through (through-restarts.ts).
+      const outage: Outage = { since: null };
+      const read = () => client.readLog(id, stream, offset);
       for (;;) {
-        const chunk = await client.readLog(id, stream, offset);
+        const chunk = opts.follow ? await throughRestarts(read, outage, (line) => io.err(line)) : await read();
         offset = chunk.nextOffset;
         done = chunk.done;
         if (opts.json) all += chunk.text;

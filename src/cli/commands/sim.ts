@@ -2,6 +2,7 @@ import type { Command } from 'commander';
 import { badInput } from '../../errors.js';
 import { installFakeNvidiaSmi } from '../../gpu/fake-nvidia-smi/install.js';
 import { STATE_ENV } from '../../gpu/fake-nvidia-smi/main.js';
+import type { SimulatedMachine } from '../../gpu/simulated/machine.js';
 import { loadMachine, saveMachine } from '../../gpu/simulated/state-file.js';
 import { resetSimulator, simulateSpecOf, simulatorStatePath, type DeviceOptions } from '../device.js';
 import type { Io } from '../io.js';
@@ -10,6 +11,23 @@ import { withDeviceOptions } from './status.js';
 function intOption(value: string, name: string): number {
   if (!/^\d+$/.test(value)) throw badInput(`${name} must be a whole number, got '${value}'`);
   return Number(value);
+}
+
+/**
+ * What `sim attach` is asked for, checked as a user's input (exit 2) before the machine sees it: a
+ * GPU the machine has, a MIG device (--gi and --ci) exactly when the GPU is in MIG mode (nvidia-smi
+ * shows a process on a GPU instance only in MIG mode), and no more memory than the GPU holds.
+ */
+function checkAttach(machine: SimulatedMachine, gpu: number, target: { gpuInstanceId?: number; computeInstanceId?: number; usedMemoryMiB: number }): void {
+  const gpus = machine.listGpus();
+  const info = gpus.find((g) => g.index === gpu);
+  if (!info) throw badInput(`--gpu ${gpu}: the simulated machine has no GPU ${gpu}; give one of 0 to ${gpus.length - 1}`);
+  const onDevice = target.gpuInstanceId !== undefined || target.computeInstanceId !== undefined;
+  if (info.migMode?.current === 'enabled' && (target.gpuInstanceId === undefined || target.computeInstanceId === undefined)) {
+    throw badInput(`--gi and --ci: GPU ${gpu} is in MIG mode, where a process runs on a MIG device: name its GPU instance and compute instance IDs (migpool status lists them)`);
+  }
+  if (info.migMode?.current !== 'enabled' && onDevice) throw badInput(`--gi/--ci: GPU ${gpu} is not in MIG mode, so it has no MIG devices: leave them out to attach to the whole GPU`);
+  if (target.usedMemoryMiB > info.memoryMiB) throw badInput(`--memory ${target.usedMemoryMiB}: GPU ${gpu} holds ${info.memoryMiB} MiB; give at most that`);
 }
 
 /** `migpool sim reset | attach | detach`: manage the simulated machine behind --simulate. */
@@ -43,6 +61,7 @@ export function registerSim(program: Command, io: Io): void {
       const path = simulatorStatePath(opts);
       const machine = loadMachine(path);
       if (!machine) throw badInput(`no simulated machine in ${path}: run 'migpool sim reset --simulate SPEC' first`);
+      checkAttach(machine, gpu, target);
       const pid = machine.attachProcess(gpu, target);
       saveMachine(path, machine);
       io.out(String(pid));

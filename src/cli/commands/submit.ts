@@ -8,6 +8,7 @@ import { parseJobSpec } from '../../jobs/job-spec.js';
 import { FINAL_STATES, type JobRecord } from '../../store/types.js';
 import { ServiceClient, type ConnectOptions } from '../client.js';
 import { writeJson, type Io } from '../io.js';
+import { throughRestarts, type Outage } from '../through-restarts.js';
 import { readSpecFile, withServiceOptions } from './client.js';
 
 /**
@@ -169,11 +170,11 @@ function commandAfterDashes(operands: readonly string[], cmd: Command): string[]
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** Prints one stream of a job's log as it grows (whole lines), until the job has ended and the log is read. */
-async function follow(client: ServiceClient, id: string, stream: 'stdout' | 'stderr', write: (text: string) => void, intervalMs: number): Promise<void> {
+async function follow(client: ServiceClient, id: string, stream: 'stdout' | 'stderr', write: (text: string) => void, intervalMs: number, asked: Asker): Promise<void> {
   let offset = 0;
   let pending = '';
   for (;;) {
-    const chunk = await client.readLog(id, stream, offset);
+    const chunk = await asked(() => client.readLog(id, stream, offset));
     offset = chunk.nextOffset;
     pending += chunk.text;
     const end = pending.lastIndexOf('\n');
@@ -187,9 +188,18 @@ async function follow(client: ServiceClient, id: string, stream: 'stdout' | 'std
   if (pending !== '') write(pending);
 }
 
-async function untilFinal(client: ServiceClient, id: string, intervalMs: number): Promise<JobRecord> {
+/** Runs one call to the service, asking again through a restart of it (through-restarts.ts). */
+type Asker = <T>(call: () => Promise<T>) => Promise<T>;
+
+/** An asker for one follower: its outages are said on stderr, once each way. */
+function askerFor(io: Io): Asker {
+  const outage: Outage = { since: null };
+  return (call) => throughRestarts(call, outage, (line) => io.err(line));
+}
+
+async function untilFinal(client: ServiceClient, id: string, intervalMs: number, asked: Asker): Promise<JobRecord> {
   for (;;) {
-    const job = await client.getJob(id);
+    const job = await asked(() => client.getJob(id));
     if (FINAL_STATES.includes(job.state)) return job;
     await sleep(intervalMs);
   }
@@ -200,8 +210,9 @@ async function untilFinal(client: ServiceClient, id: string, intervalMs: number)
  * whose `exitCode` detail is the job's exit status (1 when it has none: cancelled, never started).
  */
 export async function waitForJob(client: ServiceClient, job: JobRecord, io: Io, intervalMs: number): Promise<void> {
-  await Promise.all([follow(client, job.id, 'stdout', (t) => io.out(t), intervalMs), follow(client, job.id, 'stderr', (t) => io.err(t), intervalMs)]);
-  const done = await untilFinal(client, job.id, intervalMs);
+  const asked = askerFor(io);
+  await Promise.all([follow(client, job.id, 'stdout', (t) => io.out(t), intervalMs, asked), follow(client, job.id, 'stderr', (t) => io.err(t), intervalMs, asked)]);
+  const done = await untilFinal(client, job.id, intervalMs, asked);
   if (done.state === 'succeeded') return;
   const code = done.exitCode !== null && done.exitCode > 0 && done.exitCode < 256 ? done.exitCode : 1;
   throw new MigpoolError('CHECK_FAILED', `job ${done.id} (${done.spec.name}) ${done.state}${done.reason ? `: ${done.reason}` : ''}`, { exitCode: code });
@@ -210,7 +221,8 @@ export async function waitForJob(client: ServiceClient, job: JobRecord, io: Io, 
 /** Waits for every job of an array (or batch); throws when any did not succeed (exit status 1). */
 async function waitForAll(client: ServiceClient, jobs: readonly JobRecord[], io: Io, intervalMs: number): Promise<void> {
   const ended: JobRecord[] = [];
-  for (const j of jobs) ended.push(await untilFinal(client, j.id, intervalMs));
+  const asked = askerFor(io);
+  for (const j of jobs) ended.push(await untilFinal(client, j.id, intervalMs, asked));
   const bad = ended.filter((j) => j.state !== 'succeeded');
   io.err(`${ended.length - bad.length} of ${ended.length} jobs succeeded`);
   if (bad.length > 0) throw new MigpoolError('CHECK_FAILED', `${bad.length} of ${ended.length} jobs did not succeed: ${bad.slice(0, 10).map((j) => `${j.id} ${j.state}`).join(', ')}${bad.length > 10 ? ', ...' : ''}`, { exitCode: 1 });
