@@ -7,8 +7,10 @@ export type WaitReason =
   | { readonly kind: 'never' }
   /** Too few whole GPUs were left after the jobs ahead of it (`free` of `gpus`). */
   | { readonly kind: 'whole'; readonly gpus: number; readonly free: number }
-  /** GPUs are being held for a starving job ahead of it. */
-  | { readonly kind: 'held'; readonly by: string }
+  /** GPUs are being held for a job ahead of it: a starving one, or a big one MIG GPUs are cleared for (`big`). */
+  | { readonly kind: 'held'; readonly by: string; readonly big?: boolean }
+  /** A big job that waited its turn: MIG GPUs `on` are being cleared into whole GPUs for it (`free` whole GPUs of `gpus` free). */
+  | { readonly kind: 'clearing'; readonly gpus: number; readonly free: number; readonly on: readonly number[] }
   /** It has a slice being created (on `gpu` when known). */
   | { readonly kind: 'slice-pending'; readonly gpu?: number }
   /** It asked for exactly one profile and no such slice is idle. */
@@ -30,10 +32,11 @@ export function explainWaiting(
   blocker: string | null,
   background: { readonly aged: (id: string) => boolean; readonly ageSeconds: number } = { aged: () => false, ageSeconds: Infinity },
   /** Big jobs' turns: whether a big job of the last level waits for its turn ('waiting') or has it ('now'); null: neither. */
-  turn: { readonly of: (id: string) => 'waiting' | 'now' | null; readonly gpus: number; readonly afterSeconds: number } = { of: () => null, gpus: Infinity, afterSeconds: Infinity },
+  turn: { readonly of: (id: string) => 'waiting' | 'now' | null; readonly gpus: number; readonly afterSeconds: number; readonly clearGpus?: number; readonly clearAfterSeconds?: number } = { of: () => null, gpus: Infinity, afterSeconds: Infinity },
 ): Map<string, string> {
   const age = background.ageSeconds;
   const until = age === Infinity ? '' : ` until it has waited ${age % 86_400 === 0 ? `${age / 86_400} day${age === 86_400 ? '' : 's'}` : `${Math.round(age / 3600)} h`}`;
+  const clearWho = turn.clearGpus === undefined || turn.clearGpus >= view.gpus.length ? 'every GPU here' : `${turn.clearGpus}+ GPUs`;
   const out = new Map<string, string>();
   for (const job of view.queue) {
     const r = reasonOf(job.id);
@@ -63,8 +66,15 @@ export function explainWaiting(
         }
         break;
       case 'held':
-        text = `GPUs are held for job ${r.by}, which has waited longest and goes first`;
+        text = r.big === true ? `GPUs are held for job ${r.by}, which needs ${clearWho} and has waited its turn: MIG GPUs are being cleared into whole GPUs for it` : `GPUs are held for job ${r.by}, which has waited longest and goes first`;
         break;
+      case 'clearing': {
+        const on = r.on.length === 1 ? `GPU ${r.on[0]}` : `GPUs ${r.on.join(', ')}`;
+        text =
+          `waiting for ${r.gpus} whole GPUs (${r.free} free now); a job that needs ${clearWho} and has waited ${Math.round((turn.clearAfterSeconds ?? turn.afterSeconds) / 3600)} h has MIG GPUs cleared for it: ` +
+          `the slice jobs on ${on} (all past their first threshold) are checkpointed and requeued, and ${r.on.length === 1 ? 'it goes' : 'they go'} back to whole GPUs; no whole GPU goes to a job behind it meanwhile`;
+        break;
+      }
       case 'slice-pending':
         text = `waiting for a MIG slice being created${r.gpu === undefined ? '' : ` on GPU ${r.gpu}`} (jobs wait for whole GPUs, so young jobs share GPUs)`;
         break;

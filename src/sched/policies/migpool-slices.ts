@@ -115,6 +115,8 @@ export class SlicePool {
   private readonly pending = new Map<string, { readonly model: GpuModel; readonly profile: string; n: number }>();
   /** GPUs an idle instance of which was handed out or is awaited (not to be turned back to whole). */
   readonly wanted = new Set<number>();
+  /** GPUs being cleared into whole GPUs: their idle instances are not handed out. */
+  readonly closed = new Set<number>();
   private readonly models: readonly GpuModel[];
   /** Idle usable instances not handed out yet (all profiles). */
   private idleLeft = 0;
@@ -151,7 +153,7 @@ export class SlicePool {
   take(job: JobSpec): SliceGrant | null {
     if (this.idleLeft === 0) return null;
     for (const { model, profile, key } of this.suiting(job)) {
-      const inst = this.picker(model.name, profile, key).take();
+      const inst = this.closed.size === 0 ? this.picker(model.name, profile, key).take() : this.picker(model.name, profile, key).take((i) => !this.closed.has(i.gpu));
       if (inst) {
         this.idleLeft--;
         this.wanted.add(inst.gpu);

@@ -5,7 +5,7 @@ import { parseFleet } from '../../sim/fleet.js';
 import type { SimulationResult, TraceJob } from '../../sim/types.js';
 import { createPolicyContext } from '../context.js';
 import type { ClusterView, Decision, GpuView, JobSpec, Policy, RunningJobView } from '../types.js';
-import { BACKGROUND_AGE_SECONDS, BIG_TURN_AFTER_SECONDS, migpoolPolicy, MAX_PREEMPTIONS, MIGPOOL_THRESHOLDS, MIN_RUN_SECONDS, type MigpoolTuning } from './migpool.js';
+import { BACKGROUND_AGE_SECONDS, BIG_TURN_AFTER_SECONDS, MIG_CLEAR_SHARE, migpoolPolicy, MAX_PREEMPTIONS, MIGPOOL_THRESHOLDS, MIN_RUN_SECONDS, type MigpoolTuning } from './migpool.js';
 import { denseLayout, packProfile } from './migpool-slices.js';
 
 const small = resolveWorkload('small');
@@ -253,6 +253,46 @@ describe('migpool policy', () => {
     // Without the rule X starts beside S and T waits until X ends.
     const off = run('2xA100-SXM4-40GB', jobs, { ...tuning, cappedWaitsForYounger: false });
     expect(off.result.jcts[3]!).toBeGreaterThan(10 * 3600);
+  });
+
+  it('does not keep a job at the preemption cap waiting for a job that could not start anyway', () => {
+    // Three GPUs. P (not preemptible, 20 h) holds one to its end. X (10 h) is preempted by B (2
+    // GPUs, not preemptible) and reaches the cap. T (3 GPUs) arrives behind B and cannot start
+    // before P ends. When B ends, X starts: keeping it waiting for T would idle two GPUs for 19 h.
+    const tuning: Partial<MigpoolTuning> = { thresholds: [100], minRunSeconds: 60, maxPreemptions: 1 };
+    const jobs = [
+      job('P', 0, 72_000, { workload: large, preemptible: false }),
+      job('X', 0, 36_000, { workload: large }),
+      job('B', 300, 3600, { workload: large, gpus: 2, preemptible: false }),
+      job('T', 400, 3600, { workload: large, gpus: 3 }),
+    ];
+    const r = run('3xA100-SXM4-40GB', jobs, tuning);
+    expect(r.result.metrics.completed).toBe(4);
+    expect(r.log.some((l) => l.d.kind === 'preempt' && l.d.job === 'X')).toBe(true);
+    // X restarts when B ends (about 1 h), not after P and T (21 h).
+    expect(r.result.jcts[1]!).toBeLessThan(12 * 3600);
+    expect(r.result.jcts[3]!).toBeLessThan(22 * 3600);
+  });
+
+  it(`clears MIG GPUs, when asked to, for a job of the whole fleet once it has waited ${BIG_TURN_AFTER_SECONDS / 3600} h`, () => {
+    // Two GPUs; fourteen small jobs of ten days arrive at once and are packed onto 1g.5gb slices
+    // (jobs wait for whole GPUs). W (2 GPUs, 10 min) arrives an hour later: no whole GPU comes
+    // free until the slice jobs end. Once W has waited its turn, the slice jobs (past the first
+    // threshold) are checkpointed and requeued, both GPUs go back to whole, and W runs.
+    expect(MIG_CLEAR_SHARE).toBe(Infinity);
+    const day = 86_400;
+    const jobs = [...Array.from({ length: 14 }, (_, i) => job(`S${i}`, 0, 10 * day)), job('W', 3600, 600, { gpus: 2 })];
+    const on = run('2xA100-SXM4-40GB', jobs, { clearSlicesShare: 1 }, 'W');
+    expect(on.result.metrics.completed).toBe(15);
+    const w = on.result.jcts[14]!;
+    expect(w).toBeGreaterThan(BIG_TURN_AFTER_SECONDS);
+    expect(w).toBeLessThan(BIG_TURN_AFTER_SECONDS + 3600);
+    const clearedAt = on.log.find((l) => l.d.kind === 'repartition' && l.d.layout === null)!.t;
+    expect(on.log.filter((l) => l.t === clearedAt && l.d.kind === 'preempt').length).toBe(14);
+    expect(on.reasons.some((x) => x.includes('has MIG GPUs cleared for it: the slice jobs on GPUs 0, 1'))).toBe(true);
+    // Without the rule (the default) W waits for the slice jobs to end.
+    const off = run('2xA100-SXM4-40GB', jobs);
+    expect(off.result.jcts[14]!).toBeGreaterThan(5 * day);
   });
 
   it(`lets a background job that has waited ${BACKGROUND_AGE_SECONDS / 86_400} days rank as a foreground one`, () => {
