@@ -274,6 +274,26 @@ describe('migpool policy', () => {
     expect(r.result.jcts[3]!).toBeLessThan(22 * 3600);
   });
 
+  it("does not let a job at the preemption cap take a background job's slice", () => {
+    // One A100 cut into seven 1g.5gb slices: six run foreground jobs, one a background job. A
+    // single-GPU foreground job waits: it takes the background job's slice, unless it is at the
+    // cap (on a slice it could never move to a whole GPU again; MigpoolTuning.packCapped).
+    const model = parseFleet('1xA100-SXM4-40GB').gpus[0]!;
+    const profile = model.giProfiles.find((p) => p.name === '1g.5gb')!;
+    const spec = (id: string, priority: JobSpec['priority']): JobSpec => ({ id, workload: small, gpus: 1, priority, arrival: 0, estimate: null, memoryGiB: null, profile: null });
+    const held = ['f1', 'f2', 'f3', 'f4', 'f5', 'f6', 'bg'];
+    const view = (preemptions: number): ClusterView => ({
+      now: 7200,
+      gpus: [{ id: 0, model, migEnabled: true, instances: held.map((job, start) => ({ gpu: 0, profile, start, size: 1, job })), wholeGpuJobs: [], sharing: 'exclusive', busyUntil: null }],
+      queue: [spec('w', 'foreground')],
+      running: new Map(held.map((id, start) => [id, { spec: spec(id, id === 'bg' ? 'background' : 'foreground'), placement: { kind: 'instance', gpu: 0, start }, started: 0, done: 0, speed: 1 }])),
+      history: (id) => ({ attainedGpuSeconds: id === 'w' ? 5000 : 7200, preemptions: id === 'w' ? preemptions : 0 }),
+    });
+    const ctx = createPolicyContext({ random: () => 0.5, reconfigureSeconds: 10 });
+    expect(migpoolPolicy().decide(view(0), ctx)).toEqual([{ kind: 'preempt', job: 'bg' }, { kind: 'start-on-instance', job: 'w', gpu: 0, start: 6 }]);
+    expect(migpoolPolicy().decide(view(MAX_PREEMPTIONS), ctx)).toEqual([]);
+  });
+
   it(`clears MIG GPUs, when asked to, for a job of the whole fleet once it has waited ${BIG_TURN_AFTER_SECONDS / 3600} h`, () => {
     // Two GPUs; fourteen small jobs of ten days arrive at once and are packed onto 1g.5gb slices
     // (jobs wait for whole GPUs). W (2 GPUs, 10 min) arrives an hour later: no whole GPU comes
