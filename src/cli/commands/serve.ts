@@ -168,6 +168,8 @@ export function registerDemo(program: Command, io: Io): void {
       say(`migpool demo: submitted ${count} jobs (${countBy(demoMix(count))}); watch them in the dashboard, Ctrl-C to stop`);
       const stopping = untilSignal();
       let final: JobRecord[];
+      /** The job and pending reason last said beside idle slices (null: none said last time). */
+      let lastSaid: string | null = null;
       for (;;) {
         const tick = new Promise<'tick'>((r) => setTimeout(() => r('tick'), 5000).unref());
         const why = await Promise.race([tick, stopping]);
@@ -183,7 +185,10 @@ export function registerDemo(program: Command, io: Io): void {
         // Queued jobs beside idle slices: say why the first of them waits (its pending reason).
         const idleSlice = (await pool.service.gpus()).some((g) => g.migEnabled && g.instances.some((i) => !i.job));
         const waiting = jobs.filter((j) => j.state === 'queued' && j.pending).sort((a, b) => Number(a.id) - Number(b.id))[0];
-        if (idleSlice && waiting) say(`  ${waiting.spec.name} waits beside idle slices: ${waiting.pending}`);
+        // Said once per job and reason: the same line every 5 s buried the status lines.
+        const saying = idleSlice && waiting ? `${waiting.id}\n${waiting.pending}` : null;
+        if (waiting && saying !== null && saying !== lastSaid) say(`  ${waiting.spec.name} waits beside idle slices: ${waiting.pending}`);
+        lastSaid = saying;
         final = jobs;
         if (why !== 'tick') break;
         if (f.exitWhenDone && jobs.every((j) => j.state === 'succeeded' || j.state === 'failed' || j.state === 'cancelled')) break;
