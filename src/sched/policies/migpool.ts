@@ -668,29 +668,41 @@ export function migpoolPolicy(tuning: Partial<MigpoolTuning> = {}): Policy {
       let blockerBig = false;
       /** Lowest level of a job the pass left waiting for whole GPUs. */
       let waitLevel = Infinity;
-      // GPUs no pass can free: whole GPUs of jobs that may never be preempted (not preemptible, at
-      // the cap, or starving and run to their end) and MIG GPUs with such a slice job, or one that
-      // asked for its profile. A job that needs more GPUs than the rest never keeps a capped job
-      // from starting (MigpoolTuning.cappedWaitsForYounger): that would idle GPUs for nobody.
-      let pinned = 0;
-      if (t.cappedWaitsForYounger) {
-        for (const g of view.gpus) {
-          if (foreignPidsOf(g).length > 0 || (g.migEnabled && g.instances.some((i) => foreignPidsOf(i).length > 0))) {
-            pinned++;
-            continue;
-          }
-          for (const id of g.migEnabled ? g.instances.map((i) => i.job) : g.wholeGpuJobs) {
-            if (id === null) continue;
-            const r = view.running.get(id);
-            const st = states.get(id);
-            if (!r || r.spec.preemptible === false || r.spec.exactProfile === true || historyOf(view, id).preemptions >= t.maxPreemptions || (st?.level === 0 && t.agedRunsToEnd)) {
+      /** Fewest GPUs a job the pass left waiting for whole GPUs asks for, by level. */
+      const waitGpus: number[] = [];
+      /** GPUs a pass could free (see waitsForYounger), computed when first needed. */
+      let reachable = -1;
+      /**
+       * Whether a job of a level below `level` waits for whole GPUs that the fleet could give it:
+       * a job that needs more GPUs than jobs that will never be preempted leave (not preemptible,
+       * at the cap, or starving and run to their end; MIG GPUs with such a slice job, one that
+       * asked for its profile, or a process migpool did not start) never keeps a capped job from
+       * starting (MigpoolTuning.cappedWaitsForYounger): that would idle GPUs for nobody.
+       */
+      const waitsForYounger = (level: number): boolean => {
+        if (waitLevel >= level) return false;
+        if (reachable < 0) {
+          let pinned = 0;
+          for (const g of view.gpus) {
+            if (foreignPidsOf(g).length > 0 || (g.migEnabled && g.instances.some((i) => foreignPidsOf(i).length > 0))) {
               pinned++;
-              break;
+              continue;
+            }
+            for (const id of g.migEnabled ? g.instances.map((i) => i.job) : g.wholeGpuJobs) {
+              if (id === null) continue;
+              const r = view.running.get(id);
+              const st = states.get(id);
+              if (!r || r.spec.preemptible === false || r.spec.exactProfile === true || historyOf(view, id).preemptions >= t.maxPreemptions || (st?.level === 0 && t.agedRunsToEnd)) {
+                pinned++;
+                break;
+              }
             }
           }
+          reachable = view.gpus.length - pinned;
         }
-      }
-      const reachable = view.gpus.length - pinned;
+        for (let l = waitLevel; l < level; l++) if ((waitGpus[l] ?? Infinity) <= reachable) return true;
+        return false;
+      };
 
       const pass = (want: 'foreground' | 'background' | null): void => {
         for (const q of queues) {
@@ -720,7 +732,7 @@ export function migpoolPolicy(tuning: Partial<MigpoolTuning> = {}): Policy {
             }
             demand -= job.gpus;
             // A job at the cap would hold its GPUs to its end: not while younger jobs wait for GPUs.
-            if (t.cappedWaitsForYounger && waitLevel < st.level && job.exactProfile !== true && historyOf(view, id).preemptions >= t.maxPreemptions) {
+            if (t.cappedWaitsForYounger && waitLevel < st.level && job.exactProfile !== true && historyOf(view, id).preemptions >= t.maxPreemptions && waitsForYounger(st.level)) {
               waits(st, 'capped');
               continue;
             }
@@ -759,7 +771,8 @@ export function migpoolPolicy(tuning: Partial<MigpoolTuning> = {}): Policy {
               continue;
             }
             waits(st, 'whole', job.gpus, free);
-            if (st.level < waitLevel && job.gpus <= reachable) waitLevel = st.level;
+            if (st.level < waitLevel) waitLevel = st.level;
+            if (job.gpus < (waitGpus[st.level] ?? Infinity)) waitGpus[st.level] = job.gpus;
             // A job of the whole fleet that waited its turn: MIG GPUs are cleared for it (MIG_CLEAR_SHARE).
             if (job.gpus >= clearGpus && rankOf(id, job) === 'foreground' && view.now - st.waitingSince >= t.clearAfterSeconds) {
               let mine = 0;
