@@ -353,9 +353,11 @@ export async function buildServer(opts: ServerOptions): Promise<FastifyInstance>
     return redacted(await visibleRecord(service, callerOf(request), job));
   });
 
-  app.post<{ Params: { id: string } }>('/v1/jobs/:id/preempt', { schema: { params: jobIdParamsSchema, response: { 200: jobRecordSchema, ...errorResponses } } }, async (request) => {
+  app.post<{ Params: { id: string } }>('/v1/jobs/:id/preempt', { schema: { params: jobIdParamsSchema, response: { 200: jobRecordSchema, ...errorResponses } } }, async (request, reply) => {
     if (!service.preempt) throw new ApiError(501, 'NOT_IMPLEMENTED', 'this service cannot preempt jobs');
-    const job = (await visibleJob(service, callerOf(request), request.params.id)) && (await service.preempt(request.params.id));
+    // When the request came (before authentication and the look-up): an attempt started since is not the one it asked to move.
+    const receivedAt = Date.now() - reply.elapsedTime;
+    const job = (await visibleJob(service, callerOf(request), request.params.id)) && (await service.preempt(request.params.id, receivedAt));
     if (job === null) throw notFound(`no job ${request.params.id} to preempt: list the jobs with GET /v1/jobs (or \`migpool jobs\`)`);
     return redacted(await visibleRecord(service, callerOf(request), job));
   });

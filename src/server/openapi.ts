@@ -161,8 +161,10 @@ export function openApiDocument(version: string): Record<string, unknown> {
         post: {
           operationId: 'preemptJob',
           summary: 'Stop a running job whose spec says preemptible: true and requeue it (it resumes from its checkpoint)',
+          description:
+            'Moves the attempt that was running when the request came, once. A preempt that comes while the job is already being preempted or cancelled, while it is requeued by a preemption and not yet started again, or after an attempt that started after the request came, is the same request: it answers 200 with the job as it is and moves nothing. A job started again by a preemption is moved again only by a request that came after that start.',
           parameters: [idParameter],
-          responses: { '200': json('JobRecord', 'The job, being stopped.'), '409': json('Error', 'The job is not running, or may not be moved.'), ...errors, ...unauthorized },
+          responses: { '200': json('JobRecord', 'The job, being stopped (or as it is, when the request repeats one under way).'), '409': json('Error', 'The job is not running, or may not be moved.'), ...errors, ...unauthorized },
         },
       },
       '/v1/jobs/{id}/logs': {
