@@ -150,9 +150,13 @@ export class ServiceClient {
     return this.request<JobRecord>('POST', `/v1/jobs/${encodeURIComponent(id)}/cancel`);
   }
 
-  /** Asks the service to move a running preemptible job (stop it; it is requeued and resumes). */
+  /**
+   * Asks the service to move a running preemptible job (stop it; it is requeued and resumes): the
+   * attempt that ran when this process started (`Migpool-Asked-At`), so that commands started
+   * together move the job once however long each took to start.
+   */
   preempt(id: string): Promise<JobRecord> {
-    return this.request<JobRecord>('POST', `/v1/jobs/${encodeURIComponent(id)}/preempt`);
+    return this.request<JobRecord>('POST', `/v1/jobs/${encodeURIComponent(id)}/preempt`, undefined, { 'migpool-asked-at': String(Math.floor(performance.timeOrigin)) });
   }
 
   readLog(id: string, stream: 'stdout' | 'stderr', offset: number): Promise<LogChunk> {

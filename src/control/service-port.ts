@@ -20,9 +20,12 @@ export interface PoolService {
   /**
    * An operator's preemption: stops a running job whose spec allows it (`preemptible: true`) and
    * requeues it (SIGTERM, SIGKILL after its grace; its next attempt resumes from its checkpoint).
-   * Null when no such job; CHECK_FAILED when the job is not running or not preemptible.
+   * Null when no such job; CHECK_FAILED when the job is not running or not preemptible. Moves the
+   * attempt that ran when the request came (`receivedAt`, ms since the epoch [now]) once: asked
+   * again while the job is being preempted or cancelled, is requeued by a preemption, or has
+   * started again since, it answers with the job as it is and moves nothing.
    */
-  preempt?(id: string): Promise<JobRecord | null>;
+  preempt?(id: string, receivedAt?: number): Promise<JobRecord | null>;
   /**
    * Reads an attempt's log from byte `offset` (at most `limit` bytes, default 64 KiB). `done`
    * when the job is in a final state and the end of the file was reached. Null when no such job.

@@ -181,6 +181,11 @@ export class PoolServiceImpl implements PoolService {
   private readonly reconfiguring = new Set<number>();
   private readonly listeners = new Set<(e: EventRecord) => void>();
   private serial: Promise<unknown> = Promise.resolve();
+  /**
+   * Cancels received and not yet applied (they wait for the lock), by job id: how many. Noted at
+   * once, so that a pass running meanwhile starts none of these jobs (see cancel).
+   */
+  private readonly cancelsReceived = new Map<string, number>();
   private passQueued = false;
   private timer: NodeJS.Timeout | null = null;
   private stopped = false;
@@ -370,6 +375,18 @@ export class PoolServiceImpl implements PoolService {
   }
 
   async cancel(id: string): Promise<JobRecord | null> {
+    // Noted before waiting behind a pass: that pass's starts skip the job (apply, launch).
+    this.cancelsReceived.set(id, (this.cancelsReceived.get(id) ?? 0) + 1);
+    try {
+      return await this.cancelNoted(id);
+    } finally {
+      const n = this.cancelsReceived.get(id) ?? 1;
+      if (n <= 1) this.cancelsReceived.delete(id);
+      else this.cancelsReceived.set(id, n - 1);
+    }
+  }
+
+  private async cancelNoted(id: string): Promise<JobRecord | null> {
     const found = await this.getJob(id);
     if (!found) return null;
     return this.locked(async () => {
@@ -388,15 +405,26 @@ export class PoolServiceImpl implements PoolService {
     });
   }
 
-  async preempt(id: string): Promise<JobRecord | null> {
+  /**
+   * `receivedAt` (ms, the service's clock): when the request came [now]. A preempt moves the
+   * attempt that ran then, once: one asked while the job is being preempted or cancelled, is
+   * requeued by a preemption, or has started again since the request came, is answered with the
+   * job as it is and moves nothing.
+   */
+  async preempt(id: string, receivedAt = this.o.now()): Promise<JobRecord | null> {
     const found = await this.getJob(id);
     if (!found) return null;
     // A refusal is the caller's answer, thrown outside the lock: what fails inside it is logged as internal.
     const answer = await this.locked(async (): Promise<JobRecord | MigpoolError> => {
       const rec = this.active.get(id);
-      if (!rec || rec.state !== 'running') return new MigpoolError('CHECK_FAILED', `job ${id} is ${rec?.state ?? found.state}, not running: only a running job can be preempted`);
+      const notRunning = () => new MigpoolError('CHECK_FAILED', `job ${id} is ${rec?.state ?? found.state}, not running: only a running job can be preempted`);
+      if (!rec) return notRunning();
       if (this.specs.get(id)?.preemptible !== true) return new MigpoolError('CHECK_FAILED', `job ${id} may not be moved: its spec does not say preemptible: true`);
-      if (rec.cancelRequested || rec.reason === 'preempting') return this.withStatus(rec);
+      const stopping = rec.cancelRequested || this.cancelsReceived.has(id) || rec.reason === 'preempting';
+      const requeued = rec.state === 'queued' && rec.reason?.startsWith('preempted during') === true;
+      const restarted = (rec.state === 'running' || rec.state === 'starting') && rec.startedAt !== null && rec.startedAt >= receivedAt;
+      if (stopping || requeued || restarted) return this.withStatus(rec);
+      if (rec.state !== 'running') return notRunning();
       const marked = await this.update(rec, { reason: 'preempting' });
       await this.event({ type: 'job-preempting', jobId: id, data: { attempt: rec.attempt, preemptions: rec.preemptions ?? 0, by: 'operator' } });
       await this.o.executor.cancel(id);
@@ -648,7 +676,7 @@ export class PoolServiceImpl implements PoolService {
       // Dependencies and array limits hold jobs back before the policy sees them (recomputed per round).
       const gate = (this.gate = gateQueue(this.active, this.ended));
       for (const r of this.active.values()) {
-        if (r.state === 'queued' && !gate.held.has(r.id) && !gate.doomed.has(r.id)) queue.push(this.specs.get(r.id)!);
+        if (r.state === 'queued' && !gate.held.has(r.id) && !gate.doomed.has(r.id) && !this.cancelsReceived.has(r.id)) queue.push(this.specs.get(r.id)!);
       }
       queue.sort((a, b) => a.arrival - b.arrival || Number(a.id) - Number(b.id));
     }
@@ -795,7 +823,7 @@ export class PoolServiceImpl implements PoolService {
       case 'start-on-instance': {
         const rec = this.active.get(d.job);
         const g = this.gpusFound[d.gpu];
-        if (!rec || rec.state !== 'queued' || !g) return false;
+        if (!rec || rec.state !== 'queued' || this.cancelsReceived.has(rec.id) || !g) return false;
         const inst = g.current.instances.find((i) => i.start === d.start);
         const uuid = g.ciUuids.get(d.start);
         if (!inst || !uuid) throw new MigpoolError('RUNTIME', `GPU ${g.index} has no instance at ${d.start} for job ${d.job}`);
@@ -808,7 +836,7 @@ export class PoolServiceImpl implements PoolService {
       }
       case 'start-on-gpus': {
         const rec = this.active.get(d.job);
-        if (!rec || rec.state !== 'queued') return false;
+        if (!rec || rec.state !== 'queued' || this.cancelsReceived.has(rec.id)) return false;
         const gs = d.gpus.map((id) => this.gpusFound[id]);
         if (gs.some((g) => !g)) throw new MigpoolError('RUNTIME', `policy named GPUs ${d.gpus.join(',')}, which the view does not have`);
         const spec = this.specs.get(rec.id);
@@ -867,6 +895,13 @@ export class PoolServiceImpl implements PoolService {
       // The owner's Unix account, when the service runs as root and the owner is mapped to one.
       const who = await attemptIdentity(this.o.store, rec.owner, { dataDir: this.o.dataDir, attemptDir: dir, checkpointDir: checkpoint, workdir: rec.spec.workdir }, { executorRunsAsOthers: this.o.executor.runsAsOthers === true });
       const mpsEnv = mps ? await this.mux.clientEnv(placement, mps) : {};
+      // A cancel that came while the attempt was prepared: it never runs, and no attempt is charged.
+      if (this.cancelsReceived.has(rec.id)) {
+        const done = await this.update(starting, { state: 'cancelled', placement: null, attempt: rec.attempt, startedAt: rec.startedAt, endedAt: this.o.now(), reason: 'cancelled before it started' });
+        await this.event({ type: 'job-finished', jobId: rec.id, data: { state: 'cancelled', reason: done.reason } });
+        this.finish(done);
+        return;
+      }
       const ref = await this.o.executor.launch({
         jobId: rec.id,
         attempt,

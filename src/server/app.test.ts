@@ -605,6 +605,28 @@ describe('users', () => {
     expect((await as('bob-token', 'GET', '/v1/whoami')).json()).toEqual({ name: 'bob', admin: false });
   });
 
+  it('hands the service when a preempt was asked: as it came, or earlier as Migpool-Asked-At says; a malformed one answers 400', async () => {
+    const asked: (number | undefined)[] = [];
+    const preempt = fake.preempt.bind(fake);
+    fake.preempt = (id: string, at?: number) => {
+      asked.push(at);
+      return preempt(id);
+    };
+    await submit({ ...spec, preemptible: true });
+    const before = Date.now();
+    await app.inject({ method: 'POST', url: '/v1/jobs/1/preempt', headers: auth });
+    await app.inject({ method: 'POST', url: '/v1/jobs/1/preempt', headers: { ...auth, 'migpool-asked-at': '1000' } });
+    await app.inject({ method: 'POST', url: '/v1/jobs/1/preempt', headers: { ...auth, 'migpool-asked-at': String(Date.now() + 3_600_000) } });
+    expect(asked[0]).toBeGreaterThanOrEqual(before);
+    expect(asked[1]).toBe(1000);
+    // Never later than it came: a client clock ahead does not make a request newer.
+    expect(asked[2]).toBeLessThanOrEqual(Date.now());
+    const bad = await app.inject({ method: 'POST', url: '/v1/jobs/1/preempt', headers: { ...auth, 'migpool-asked-at': 'soon' } });
+    expect(bad.statusCode).toBe(400);
+    expect(bad.json()).toMatchObject({ error: { code: 'BAD_INPUT', message: expect.stringContaining("Migpool-Asked-At 'soon' is not a time") as unknown } });
+    expect(asked).toHaveLength(3);
+  });
+
   it("answers another user's job as a missing one: record, logs, cancel, preempt", async () => {
     await as('alice-token', 'POST', '/v1/jobs', { ...spec, env: { KEY: 'alice-secret' } });
     fake.appendLog('1', 'stdout', 'alice log line\n');

@@ -353,9 +353,17 @@ export async function buildServer(opts: ServerOptions): Promise<FastifyInstance>
     return redacted(await visibleRecord(service, callerOf(request), job));
   });
 
-  app.post<{ Params: { id: string } }>('/v1/jobs/:id/preempt', { schema: { params: jobIdParamsSchema, response: { 200: jobRecordSchema, ...errorResponses } } }, async (request) => {
+  app.post<{ Params: { id: string } }>('/v1/jobs/:id/preempt', { schema: { params: jobIdParamsSchema, response: { 200: jobRecordSchema, ...errorResponses } } }, async (request, reply) => {
     if (!service.preempt) throw new ApiError(501, 'NOT_IMPLEMENTED', 'this service cannot preempt jobs');
-    const job = (await visibleJob(service, callerOf(request), request.params.id)) && (await service.preempt(request.params.id));
+    // When it was asked: as the request came (before authentication and the look-up), or earlier
+    // as the client says (Migpool-Asked-At; never later). An attempt started since is not the one it asked to move.
+    const receivedAt = Date.now() - reply.elapsedTime;
+    const header = request.headers['migpool-asked-at'];
+    if (header !== undefined && (typeof header !== 'string' || !/^\d{1,15}$/.test(header))) {
+      throw new ApiError(400, 'BAD_INPUT', `Migpool-Asked-At '${String(header)}' is not a time: send when the preempt was asked, in milliseconds since the epoch, or no such header`, 'Migpool-Asked-At');
+    }
+    const askedAt = header === undefined ? receivedAt : Math.min(receivedAt, Number(header));
+    const job = (await visibleJob(service, callerOf(request), request.params.id)) && (await service.preempt(request.params.id, askedAt));
     if (job === null) throw notFound(`no job ${request.params.id} to preempt: list the jobs with GET /v1/jobs (or \`migpool jobs\`)`);
     return redacted(await visibleRecord(service, callerOf(request), job));
   });

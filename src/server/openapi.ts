@@ -161,8 +161,19 @@ export function openApiDocument(version: string): Record<string, unknown> {
         post: {
           operationId: 'preemptJob',
           summary: 'Stop a running job whose spec says preemptible: true and requeue it (it resumes from its checkpoint)',
-          parameters: [idParameter],
-          responses: { '200': json('JobRecord', 'The job, being stopped.'), '409': json('Error', 'The job is not running, or may not be moved.'), ...errors, ...unauthorized },
+          description:
+            'Moves the attempt that was running when the preempt was asked (when the request came, or the earlier time in `Migpool-Asked-At`), once. A preempt that comes while the job is already being preempted or cancelled, while it is requeued by a preemption and not yet started again, or that was asked before the job\'s current attempt started, is the same request: it answers 200 with the job as it is and moves nothing. A job started again by a preemption is moved again only by a preempt asked after that start.',
+          parameters: [
+            idParameter,
+            {
+              name: 'Migpool-Asked-At',
+              in: 'header',
+              required: false,
+              description: 'When the preempt was asked, in milliseconds since the epoch (`migpool preempt` sends its start): a request that took a while to arrive is still about the attempt that ran then. Only ever makes the request older than its arrival; other values answer 400.',
+              schema: { type: 'string', pattern: '^[0-9]{1,15}$' },
+            },
+          ],
+          responses: { '200': json('JobRecord', 'The job, being stopped (or as it is, when the request repeats one under way).'), '409': json('Error', 'The job is not running, or may not be moved.'), ...errors, ...unauthorized },
         },
       },
       '/v1/jobs/{id}/logs': {

@@ -8,6 +8,7 @@ import { FINAL_STATES, JOB_STATES, type JobPlacement, type JobRecord, type JobSt
 import { ServiceClient, type ConnectOptions } from '../client.js';
 import { writeJson, type Io } from '../io.js';
 import { renderTable } from '../table.js';
+import { preemptAnswer } from './preempt-answer.js';
 import { throughRestarts, type Outage } from '../through-restarts.js';
 
 /** Adds --data-dir, --url and --token to a command that talks to `migpool serve`. */
@@ -235,7 +236,7 @@ export function registerClient(program: Command, io: Io): void {
       const client = await ServiceClient.connect(opts);
       const job = await client.preempt(id);
       if (opts.json) return writeJson(io, job);
-      io.out(`asked job ${job.id} (${job.spec.name}) to stop; it will be requeued`);
+      io.out(preemptAnswer(job));
     });
 
   withServiceOptions(program.command('cancel').description('cancel a queued job, or stop a running one').argument('<id>', 'job id'))
