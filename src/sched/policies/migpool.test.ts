@@ -255,29 +255,10 @@ describe('migpool policy', () => {
     expect(off.result.jcts[3]!).toBeGreaterThan(10 * 3600);
   });
 
-  it('does not keep a job at the preemption cap waiting for a job that could not start anyway', () => {
-    // Three GPUs. P (not preemptible, 20 h) holds one to its end. X (10 h) is preempted by B (2
-    // GPUs, not preemptible) and reaches the cap. T (3 GPUs) arrives behind B and cannot start
-    // before P ends. When B ends, X starts: keeping it waiting for T would idle two GPUs for 19 h.
-    const tuning: Partial<MigpoolTuning> = { thresholds: [100], minRunSeconds: 60, maxPreemptions: 1 };
-    const jobs = [
-      job('P', 0, 72_000, { workload: large, preemptible: false }),
-      job('X', 0, 36_000, { workload: large }),
-      job('B', 300, 3600, { workload: large, gpus: 2, preemptible: false }),
-      job('T', 400, 3600, { workload: large, gpus: 3 }),
-    ];
-    const r = run('3xA100-SXM4-40GB', jobs, tuning);
-    expect(r.result.metrics.completed).toBe(4);
-    expect(r.log.some((l) => l.d.kind === 'preempt' && l.d.job === 'X')).toBe(true);
-    // X restarts when B ends (about 1 h), not after P and T (21 h).
-    expect(r.result.jcts[1]!).toBeLessThan(12 * 3600);
-    expect(r.result.jcts[3]!).toBeLessThan(22 * 3600);
-  });
-
-  it("does not let a job at the preemption cap take a background job's slice", () => {
+  it("lets a foreground job take a background job's slice, at the preemption cap too", () => {
     // One A100 cut into seven 1g.5gb slices: six run foreground jobs, one a background job. A
-    // single-GPU foreground job waits: it takes the background job's slice, unless it is at the
-    // cap (on a slice it could never move to a whole GPU again; MigpoolTuning.packCapped).
+    // single-GPU foreground job waits: it takes the background job's slice, also at the cap
+    // (unlike packing: keeping capped jobs off background slices cost deeppool, see yieldSlices).
     const model = parseFleet('1xA100-SXM4-40GB').gpus[0]!;
     const profile = model.giProfiles.find((p) => p.name === '1g.5gb')!;
     const spec = (id: string, priority: JobSpec['priority']): JobSpec => ({ id, workload: small, gpus: 1, priority, arrival: 0, estimate: null, memoryGiB: null, profile: null });
@@ -291,7 +272,7 @@ describe('migpool policy', () => {
     });
     const ctx = createPolicyContext({ random: () => 0.5, reconfigureSeconds: 10 });
     expect(migpoolPolicy().decide(view(0), ctx)).toEqual([{ kind: 'preempt', job: 'bg' }, { kind: 'start-on-instance', job: 'w', gpu: 0, start: 6 }]);
-    expect(migpoolPolicy().decide(view(MAX_PREEMPTIONS), ctx)).toEqual([]);
+    expect(migpoolPolicy().decide(view(MAX_PREEMPTIONS), ctx)).toEqual([{ kind: 'preempt', job: 'bg' }, { kind: 'start-on-instance', job: 'w', gpu: 0, start: 6 }]);
   });
 
   it(`clears MIG GPUs, when asked to, for a job of the whole fleet once it has waited ${BIG_TURN_AFTER_SECONDS / 3600} h`, () => {

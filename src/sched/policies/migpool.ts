@@ -1,5 +1,5 @@
 import type { ClusterView, Decision, GpuView, JobSpec, Policy, PolicyContext, RunningJobView } from '../types.js';
-import { canEverRun, chain, foreignPidsOf, historyOf, idleMigGpus, isSettled, Picker, profileAllows, pruneQueues, wholeGpusWith } from './common.js';
+import { canEverRun, chain, historyOf, idleMigGpus, isSettled, Picker, profileAllows, pruneQueues, wholeGpusWith } from './common.js';
 import { explainWaiting, type WaitReason } from './migpool-explain.js';
 import { denseLayout, gpuAt, SlicePool, type SliceGrant } from './migpool-slices.js';
 import { MinHeap, TIRESIAS_THRESHOLDS } from './tiresias.js';
@@ -101,7 +101,11 @@ export const BIG_TURN_AFTER_SECONDS = 12 * 3600;
  * d. The seed-to-seed spread (from half Tiresias' average to one and a half times it) made it no
  * rule to ship: it trades a 3% tail miss for a threefold average.
  * deeppool and synthetic are unchanged by it (deeppool's slice jobs are background ones, which it
- * leaves alone: clearing those too took deeppool's average from 6.50 h to 7.50 h).
+ * leaves alone: clearing those too took deeppool's average from 6.50 h to 7.50 h). The figures
+ * above were taken with two changes for jobs at the cap that are not kept (a capped job waiting
+ * only for a job that could start, see cappedWaitsForYounger; none taking a background job's
+ * slice, see yieldSlices). Without the first, clearing for half the fleet idled 7 of Alibaba/8's 8
+ * GPUs from day 191 to day 270 (seed 1): turn it on with care.
  */
 export const MIG_CLEAR_SHARE = Infinity;
 
@@ -204,7 +208,12 @@ export interface MigpoolTuning {
    * Philly 20k/256 seeds 1-3 13.06 / 13.05 / 13.36 h -> 13.07 / 13.14 / 13.51 h, p99 slowdown
    * lower. Tried instead: waiting whenever jobs want more GPUs than are left (Philly 20k/256 seed 1:
    * 18.45 h, makespan 101.1 d); letting capped jobs hold up to half (a quarter) of the fleet before
-   * they wait: Alibaba/8 332 h (185 h, makespan 444 d).
+   * they wait: Alibaba/8 332 h (185 h, makespan 444 d). Waiting only for a job that could start on
+   * the GPUs that jobs never preempted leave (found with MIG_CLEAR_SHARE on: a slice job at the cap
+   * held one GPU of 8 for 80 days, 8-GPU pods waited for all eight and capped jobs for the pods, so
+   * 7 GPUs idled): deeppool seeds 4-6 5.70 h -> 6.67 h, seed 8 8.94 h -> 13.67 h (p99 slowdown 256
+   * -> 581): waiting drains pinned GPUs for a big job, and starting capped jobs then pins more;
+   * Alibaba/8, synthetic and Philly unchanged. Kept as is, since the idling needs clearing on.
    */
   readonly cappedWaitsForYounger: boolean;
   /**
@@ -311,8 +320,7 @@ function waits(st: JobState, why: WaitReason['kind'], n = -1, free = 0, by: stri
  * - Promotion: a job on a slice that has crossed the first threshold moves to a whole GPU left
  *   idle by the pass (preempted and started again: it pays the restart).
  * - A job at the preemption cap does not start while a job of a lower level waits for whole GPUs
- *   that the fleet could give it (MigpoolTuning.cappedWaitsForYounger): once started it holds its
- *   GPUs to its end.
+ *   (MigpoolTuning.cappedWaitsForYounger): once started it holds its GPUs to its end.
  * - Clearing (off by default, MIG_CLEAR_SHARE): a foreground job of a set share of the fleet that
  *   has waited has MIG GPUs whose slice jobs all have more attained service cleared for it: their
  *   jobs are preempted and the GPUs go back to whole, and no whole GPU goes to a job behind it
@@ -445,8 +453,12 @@ export function migpoolPolicy(tuning: Partial<MigpoolTuning> = {}): Policy {
     for (const d of decisions) if (d.kind === 'preempt') taken.add(d.job);
     for (const job of queued.values()) {
       if (rankOf(job.id, job) !== 'foreground' || job.gpus !== 1 || started.has(job.id) || !canRun(view, ctx, job)) continue;
-      // A job at the preemption cap could never leave the slice for a whole GPU (MigpoolTuning.packCapped).
-      if (!t.packCapped && job.exactProfile !== true && historyOf(view, job.id).preemptions >= t.maxPreemptions) continue;
+      // A job at the preemption cap takes such a slice too, though it could never leave it for a
+      // whole GPU (unlike packing, MigpoolTuning.packCapped): these are mostly background jobs
+      // ranked as foreground after a week. Measured (deeppool, 16 A100, noisy, cost 60 s) with
+      // them kept off: seeds 1-3 average JCT 6.50 h -> 6.47 h, big jobs' p99 JCT 5.35 d -> 5.42 d;
+      // seeds 4-6 5.70 h -> 6.67 h (seed 4 8.06 h -> 10.98 h); seed 8 8.94 h -> 13.67 h, p99
+      // slowdown 256 -> 581; seeds 7 and 9-12 within 0.3 h.
       let found: { gpu: number; start: number; victim: string } | null = null;
       for (const g of view.gpus) {
         if (!isSettled(g, view.now)) continue;
@@ -668,42 +680,6 @@ export function migpoolPolicy(tuning: Partial<MigpoolTuning> = {}): Policy {
       let blockerBig = false;
       /** Lowest level of a job the pass left waiting for whole GPUs. */
       let waitLevel = Infinity;
-      /** Fewest GPUs a job the pass left waiting for whole GPUs asks for, by level. */
-      const waitGpus: number[] = [];
-      /** GPUs a pass could free (see waitsForYounger), computed when first needed. */
-      let reachable = -1;
-      /**
-       * Whether a job of a level below `level` waits for whole GPUs that the fleet could give it:
-       * a job that needs more GPUs than jobs that will never be preempted leave (not preemptible,
-       * at the cap, or starving and run to their end; MIG GPUs with such a slice job, one that
-       * asked for its profile, or a process migpool did not start) never keeps a capped job from
-       * starting (MigpoolTuning.cappedWaitsForYounger): that would idle GPUs for nobody.
-       */
-      const waitsForYounger = (level: number): boolean => {
-        if (waitLevel >= level) return false;
-        if (reachable < 0) {
-          let pinned = 0;
-          for (const g of view.gpus) {
-            if (foreignPidsOf(g).length > 0 || (g.migEnabled && g.instances.some((i) => foreignPidsOf(i).length > 0))) {
-              pinned++;
-              continue;
-            }
-            for (const id of g.migEnabled ? g.instances.map((i) => i.job) : g.wholeGpuJobs) {
-              if (id === null) continue;
-              const r = view.running.get(id);
-              const st = states.get(id);
-              if (!r || r.spec.preemptible === false || r.spec.exactProfile === true || historyOf(view, id).preemptions >= t.maxPreemptions || (st?.level === 0 && t.agedRunsToEnd)) {
-                pinned++;
-                break;
-              }
-            }
-          }
-          reachable = view.gpus.length - pinned;
-        }
-        for (let l = waitLevel; l < level; l++) if ((waitGpus[l] ?? Infinity) <= reachable) return true;
-        return false;
-      };
-
       const pass = (want: 'foreground' | 'background' | null): void => {
         for (const q of queues) {
           for (const id of q) {
@@ -732,7 +708,7 @@ export function migpoolPolicy(tuning: Partial<MigpoolTuning> = {}): Policy {
             }
             demand -= job.gpus;
             // A job at the cap would hold its GPUs to its end: not while younger jobs wait for GPUs.
-            if (t.cappedWaitsForYounger && waitLevel < st.level && job.exactProfile !== true && historyOf(view, id).preemptions >= t.maxPreemptions && waitsForYounger(st.level)) {
+            if (t.cappedWaitsForYounger && waitLevel < st.level && job.exactProfile !== true && historyOf(view, id).preemptions >= t.maxPreemptions) {
               waits(st, 'capped');
               continue;
             }
@@ -772,7 +748,6 @@ export function migpoolPolicy(tuning: Partial<MigpoolTuning> = {}): Policy {
             }
             waits(st, 'whole', job.gpus, free);
             if (st.level < waitLevel) waitLevel = st.level;
-            if (job.gpus < (waitGpus[st.level] ?? Infinity)) waitGpus[st.level] = job.gpus;
             // A job of the whole fleet that waited its turn: MIG GPUs are cleared for it (MIG_CLEAR_SHARE).
             if (job.gpus >= clearGpus && rankOf(id, job) === 'foreground' && view.now - st.waitingSince >= t.clearAfterSeconds) {
               let mine = 0;
