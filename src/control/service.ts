@@ -116,6 +116,16 @@ interface Occupants {
 }
 
 const RECENT = 1000;
+
+/**
+ * Resolves in a later macrotask (setImmediate: after pending I/O callbacks), so that HTTP requests
+ * and signals are served between the service's turns under load (thousands of queued jobs ending
+ * in a stream), not only once the whole chain of them has run.
+ */
+function turn(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
+}
+
 /**
  * What CUDA, PyTorch and TensorFlow print when a GPU allocation fails: "CUDA out of memory"
  * (torch.cuda.OutOfMemoryError), "CUDA error: out of memory", "CUDA_ERROR_OUT_OF_MEMORY".
@@ -535,6 +545,8 @@ export class PoolServiceImpl implements PoolService {
     this.passQueued = true;
     void this.locked(async () => {
       this.passQueued = false;
+      // Asked for before a stop, run after it: stop() waits for what is in flight, not for more passes.
+      if (this.stopped) return;
       await this.pass();
     });
   }
@@ -564,7 +576,9 @@ export class PoolServiceImpl implements PoolService {
     await this.failDoomed();
     // Processes migpool did not start are read once more before the pass's first start or re-partition.
     let rechecked = false;
-    for (let round = 0; round < 8; round++) {
+    for (let round = 0; round < 8 && !this.stopped; round++) {
+      // Between rounds, requests and signals are served (see turn); the lock keeps the pass one.
+      if (round > 0) await turn();
       // Recorded rounds keep the view the policy saw exactly (histories read once).
       const view = this.o.onRound ? frozenView(this.view()) : this.view();
       let decisions: Decision[];
@@ -605,8 +619,14 @@ export class PoolServiceImpl implements PoolService {
           }
           continue;
         }
+        // A stop ends the pass between decisions (each one applied is whole); the next start decides afresh.
+        if (this.stopped) break;
         try {
-          if (await this.apply(d)) acted++;
+          if (await this.apply(d)) {
+            acted++;
+            // Each start spawns a process (milliseconds each under a large heap): requests are served between them.
+            await turn();
+          }
         } catch (e) {
           this.o.log?.(`decision ${JSON.stringify(d)} failed: ${e instanceof Error ? e.message : String(e)}`);
         }
@@ -1012,7 +1032,10 @@ export class PoolServiceImpl implements PoolService {
 
   /** Runs `fn` after everything queued before it (passes, exits and cancels never interleave). */
   private locked<T>(fn: () => Promise<T>): Promise<T> {
-    const run = this.serial.then(fn, fn);
+    // Each turn begins in a new macrotask: with a synchronous store (SQLite) a chain of exits and
+    // passes would otherwise run as one stretch of microtasks, and the API and signals wait behind it.
+    const next = () => turn().then(fn);
+    const run = this.serial.then(next, next);
     this.serial = run.catch((e: unknown) => this.o.log?.(`internal: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}`));
     return run;
   }
