@@ -18,7 +18,7 @@ const SUBMIT_TARGET = 1000;
 const PASS_P99_TARGET_MS = 50;
 
 /** An executor that starts nothing and never reports an end: the loop's own cost, without processes. */
-function idleExecutor(): Executor {
+export function idleExecutor(): Executor {
   let pid = 1_000_000;
   return {
     launch: (s) => Promise.resolve({ pid: pid++, startTicks: '0', dir: s.dir }),
@@ -36,7 +36,7 @@ function quantile(xs: readonly number[], q: number): number {
 }
 
 const mix = ['small', 'medium', 'small', 'large', 'small', 'medium', 'small', 'small', 'medium', 'small'];
-const spec = (i: number): JobSpecInput => parseJobSpec({ name: `bench-${i}`, command: ['true'], workload: mix[i % mix.length], estimatedSeconds: 600 + (i % 7) * 300 });
+export const spec = (i: number): JobSpecInput => parseJobSpec({ name: `bench-${i}`, command: ['true'], workload: mix[i % mix.length], estimatedSeconds: 600 + (i % 7) * 300 });
 
 /** Starts bench/held-service.js in its own process and returns its address, token and a stop function. */
 async function heldService(dir: string): Promise<{ url: string; token: string; stop: () => Promise<void> }> {
@@ -131,33 +131,23 @@ async function passes(lines: string[]): Promise<void> {
   }
 }
 
-/** The service's memory with 100,000 finished jobs in its history, against an empty one. */
+/** Runs bench/memory-child.js in a fresh process (so earlier benchmarks' memory does not count) and returns its figures. */
+async function memoryIn(history: number): Promise<{ heap: number; rss: number }> {
+  const child = spawn(process.execPath, ['--expose-gc', fileURLToPath(new URL('./memory-child.js', import.meta.url)), String(history)], { stdio: ['ignore', 'pipe', 'inherit'] });
+  let text = '';
+  child.stdout.on('data', (d: Buffer) => (text += d.toString()));
+  const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+  if (code !== 0) throw new Error(`memory-child.js ${history} exited with ${code}`);
+  return JSON.parse(text.trim()) as { heap: number; rss: number };
+}
+
+/** The service's memory with 100,000 finished jobs in its history, against an empty one; each in its own fresh process. */
 async function memory(lines: string[]): Promise<void> {
-  const measure = async (history: number): Promise<{ heap: number; rss: number }> => {
-    const dir = mkdtempSync(join(tmpdir(), 'migpool-bench-'));
-    const store = openSqliteStore(join(dir, 'migpool.db'));
-    await store.init();
-    try {
-      const recs = await store.insertJobs(Array.from({ length: history }, (_, i) => spec(i)), Date.now());
-      for (const r of recs) await store.updateJob(r.id, r.version, { state: 'succeeded', attempt: 1, startedAt: r.submittedAt, endedAt: r.submittedAt + 1000, exitCode: 0 });
-      const service = new PoolServiceImpl({ store, executor: idleExecutor(), gpu: new SimulatedGpuPort(SimulatedMachine.create(parseSimulateSpec('8xA100-SXM4-40GB'), 1, '8xA100-SXM4-40GB')), policy: parsePolicy('migpool'), dataDir: dir, hold: true });
-      await service.start();
-      await service.listJobs({ limit: 100, order: 'desc' });
-      await service.stats();
-      global.gc?.();
-      const after = process.memoryUsage();
-      await service.stop();
-      return { heap: after.heapUsed, rss: after.rss };
-    } finally {
-      await store.close();
-      rmSync(dir, { recursive: true, force: true });
-    }
-  };
-  const empty = await measure(0);
-  const full = await measure(100_000);
+  const empty = await memoryIn(0);
+  const full = await memoryIn(100_000);
   const mb = (b: number) => (b / 2 ** 20).toFixed(1);
   lines.push(`service: memory with 100,000 finished jobs in its history, after start, a page of the history and stats: heap used ${mb(full.heap)} MB, process RSS ${mb(full.rss)} MB`);
-  lines.push(`  compared with an empty history (measured first, same process): heap used ${mb(empty.heap)} MB, RSS ${mb(empty.rss)} MB${global.gc ? '' : ' (node --expose-gc gives steadier figures)'}`);
+  lines.push(`  compared with an empty history (same steps, its own fresh process): heap used ${mb(empty.heap)} MB, RSS ${mb(empty.rss)} MB`);
 }
 
 /**
