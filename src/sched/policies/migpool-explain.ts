@@ -32,11 +32,18 @@ export function explainWaiting(
   blocker: string | null,
   background: { readonly aged: (id: string) => boolean; readonly ageSeconds: number } = { aged: () => false, ageSeconds: Infinity },
   /** Big jobs' turns: whether a big job of the last level waits for its turn ('waiting') or has it ('now'); null: neither. */
-  turn: { readonly of: (id: string) => 'waiting' | 'now' | null; readonly gpus: number; readonly afterSeconds: number; readonly clearGpus?: number; readonly clearAfterSeconds?: number } = { of: () => null, gpus: Infinity, afterSeconds: Infinity },
+  turn: { readonly of: (id: string) => 'waiting' | 'now' | null; readonly gpus: number; readonly afterSeconds: number; readonly clearGpus?: number; readonly clearAfterSeconds?: number; readonly clearMaxGpus?: number } = { of: () => null, gpus: Infinity, afterSeconds: Infinity },
 ): Map<string, string> {
   const age = background.ageSeconds;
   const until = age === Infinity ? '' : ` until it has waited ${age % 86_400 === 0 ? `${age / 86_400} day${age === 86_400 ? '' : 's'}` : `${Math.round(age / 3600)} h`}`;
   const clearWho = turn.clearGpus === undefined || turn.clearGpus >= view.gpus.length ? 'every GPU here' : `${turn.clearGpus}+ GPUs`;
+  const clearAfter = turn.clearAfterSeconds ?? turn.afterSeconds;
+  const clearMax = turn.clearMaxGpus ?? Infinity;
+    /** Who has MIG GPUs cleared for it, in words: "a job that needs 4+ GPUs[, has waited 12 h] and lacks only one whole GPU". */
+  const clearParts = [`needs ${clearWho}`];
+  if (clearAfter > 0) clearParts.push(`has waited ${Math.round(clearAfter / 3600)} h`);
+  if (clearMax !== Infinity) clearParts.push(`lacks ${clearMax === 1 ? 'only one whole GPU' : `at most ${clearMax} whole GPUs`}`);
+  const clearRule = `a job that ${clearParts.length === 1 ? clearParts[0] : `${clearParts.slice(0, -1).join(', ')} and ${clearParts[clearParts.length - 1]}`}`;
   const out = new Map<string, string>();
   for (const job of view.queue) {
     const r = reasonOf(job.id);
@@ -66,12 +73,12 @@ export function explainWaiting(
         }
         break;
       case 'held':
-        text = r.big === true ? `GPUs are held for job ${r.by}, which needs ${clearWho} and has waited its turn: MIG GPUs are being cleared into whole GPUs for it` : `GPUs are held for job ${r.by}, which has waited longest and goes first`;
+        text = r.big === true ? `GPUs are held for job ${r.by}: ${clearRule} has MIG GPUs cleared into whole GPUs for it` : `GPUs are held for job ${r.by}, which has waited longest and goes first`;
         break;
       case 'clearing': {
         const on = r.on.length === 1 ? `GPU ${r.on[0]}` : `GPUs ${r.on.join(', ')}`;
         text =
-          `waiting for ${r.gpus} whole GPUs (${r.free} free now); a job that needs ${clearWho} and has waited ${Math.round((turn.clearAfterSeconds ?? turn.afterSeconds) / 3600)} h has MIG GPUs cleared for it: ` +
+          `waiting for ${r.gpus} whole GPUs (${r.free} free now); ${clearRule} has MIG GPUs cleared for it: ` +
           `the slice jobs on ${on} (all past their first threshold) are checkpointed and requeued, and ${r.on.length === 1 ? 'it goes' : 'they go'} back to whole GPUs; no whole GPU goes to a job behind it meanwhile`;
         break;
       }

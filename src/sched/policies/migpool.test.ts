@@ -5,7 +5,7 @@ import { parseFleet } from '../../sim/fleet.js';
 import type { SimulationResult, TraceJob } from '../../sim/types.js';
 import { createPolicyContext } from '../context.js';
 import type { ClusterView, Decision, GpuView, JobSpec, Policy, RunningJobView } from '../types.js';
-import { BACKGROUND_AGE_SECONDS, BIG_TURN_AFTER_SECONDS, MIG_CLEAR_SHARE, migpoolPolicy, MAX_PREEMPTIONS, MIGPOOL_THRESHOLDS, MIN_RUN_SECONDS, type MigpoolTuning } from './migpool.js';
+import { BACKGROUND_AGE_SECONDS, BIG_TURN_AFTER_SECONDS, CLEAR_MAX_GPUS, MIG_CLEAR_SHARE, migpoolPolicy, MAX_PREEMPTIONS, MIGPOOL_THRESHOLDS, MIN_RUN_SECONDS, type MigpoolTuning } from './migpool.js';
 import { denseLayout, packProfile } from './migpool-slices.js';
 
 const small = resolveWorkload('small');
@@ -275,25 +275,50 @@ describe('migpool policy', () => {
     expect(migpoolPolicy().decide(view(MAX_PREEMPTIONS), ctx)).toEqual([{ kind: 'preempt', job: 'bg' }, { kind: 'start-on-instance', job: 'w', gpu: 0, start: 6 }]);
   });
 
-  it(`clears MIG GPUs, when asked to, for a job of the whole fleet once it has waited ${BIG_TURN_AFTER_SECONDS / 3600} h`, () => {
+  it('clears a MIG GPU for a job of half the fleet that lacks only that GPU', () => {
+    // Four GPUs. X (2 GPUs, ten days, not preemptible) and seven small jobs of ten days arrive at
+    // once: X takes two whole GPUs, the small jobs (jobs wait) are packed onto 1g.5gb slices of a
+    // third, and one of them later moves to the idle fourth. W (2 GPUs, 10 minutes) arrives at 2 h:
+    // it takes the fourth GPU back and lacks one more, which only the MIG GPU's slice jobs (with
+    // far more attained service) hold. They are checkpointed and requeued, the GPU goes back to
+    // whole, and W runs within minutes.
+    expect(MIG_CLEAR_SHARE).toBe(0.5);
+    expect(CLEAR_MAX_GPUS).toBe(1);
+    const day = 86_400;
+    const jobs = [job('X', 0, 10 * day, { gpus: 2, preemptible: false }), ...Array.from({ length: 7 }, (_, i) => job(`S${i}`, 0, 10 * day)), job('W', 7200, 600, { gpus: 2 })];
+    const on = run('4xA100-SXM4-40GB', jobs, {}, 'W');
+    expect(on.result.metrics.completed).toBe(9);
+    const w = on.result.jcts[8]!;
+    expect(w).toBeLessThan(1800);
+    const clearedAt = on.log.find((l) => l.t >= 7200 && l.d.kind === 'repartition' && l.d.layout === null)!.t;
+    const cleared = on.log.filter((l) => l.t === clearedAt && l.d.kind === 'preempt').map((l) => (l.d as { job: string }).job);
+    expect(cleared.length).toBeGreaterThanOrEqual(6);
+    expect(cleared.every((id) => id.startsWith('S'))).toBe(true);
+    expect(on.reasons.some((x) => x.includes('a job that needs 2+ GPUs and lacks only one whole GPU has MIG GPUs cleared for it: the slice jobs on GPU '))).toBe(true);
+    // Without clearing W waits for X or the slice jobs to end.
+    const off = run('4xA100-SXM4-40GB', jobs, { clearSlicesShare: Infinity });
+    expect(off.result.jcts[8]!).toBeGreaterThan(5 * day);
+  });
+
+  it(`clears no more MIG GPUs than it is allowed: a job that lacks two waits, unless asked to clear more (here once it has waited ${BIG_TURN_AFTER_SECONDS / 3600} h)`, () => {
     // Two GPUs; fourteen small jobs of ten days arrive at once and are packed onto 1g.5gb slices
     // (jobs wait for whole GPUs). W (2 GPUs, 10 min) arrives an hour later: no whole GPU comes
-    // free until the slice jobs end. Once W has waited its turn, the slice jobs (past the first
-    // threshold) are checkpointed and requeued, both GPUs go back to whole, and W runs.
-    expect(MIG_CLEAR_SHARE).toBe(Infinity);
+    // free until the slice jobs end.
     const day = 86_400;
     const jobs = [...Array.from({ length: 14 }, (_, i) => job(`S${i}`, 0, 10 * day)), job('W', 3600, 600, { gpus: 2 })];
-    const on = run('2xA100-SXM4-40GB', jobs, { clearSlicesShare: 1 }, 'W');
+    // By default W lacks two MIG GPUs, more than CLEAR_MAX_GPUS: it waits for the slice jobs.
+    const off = run('2xA100-SXM4-40GB', jobs);
+    expect(off.result.jcts[14]!).toBeGreaterThan(5 * day);
+    // Allowed to clear both once W has waited 12 h: the slice jobs (past the first threshold) are
+    // checkpointed and requeued, both GPUs go back to whole, and W runs.
+    const on = run('2xA100-SXM4-40GB', jobs, { clearSlicesShare: 1, clearMaxGpus: Infinity, clearAfterSeconds: BIG_TURN_AFTER_SECONDS }, 'W');
     expect(on.result.metrics.completed).toBe(15);
     const w = on.result.jcts[14]!;
     expect(w).toBeGreaterThan(BIG_TURN_AFTER_SECONDS);
     expect(w).toBeLessThan(BIG_TURN_AFTER_SECONDS + 3600);
     const clearedAt = on.log.find((l) => l.d.kind === 'repartition' && l.d.layout === null)!.t;
     expect(on.log.filter((l) => l.t === clearedAt && l.d.kind === 'preempt').length).toBe(14);
-    expect(on.reasons.some((x) => x.includes('has MIG GPUs cleared for it: the slice jobs on GPUs 0, 1'))).toBe(true);
-    // Without the rule (the default) W waits for the slice jobs to end.
-    const off = run('2xA100-SXM4-40GB', jobs);
-    expect(off.result.jcts[14]!).toBeGreaterThan(5 * day);
+    expect(on.reasons.some((x) => x.includes('a job that needs every GPU here and has waited 12 h has MIG GPUs cleared for it: the slice jobs on GPUs 0, 1'))).toBe(true);
   });
 
   it(`lets a background job that has waited ${BACKGROUND_AGE_SECONDS / 86_400} days rank as a foreground one`, () => {

@@ -77,37 +77,46 @@ export const BIG_TURN_SHARE = 0.5;
 export const BIG_TURN_AFTER_SECONDS = 12 * 3600;
 
 /**
- * ASSUMPTION (design choice, measured): MIG GPUs are not cleared for big jobs by default
- * (MigpoolTuning.clearSlicesShare: Infinity). With a share set, a waiting foreground job that asks
- * for at least that share of the fleet's GPUs, has waited MigpoolTuning.clearAfterSeconds and does
- * not find enough whole GPUs has MIG GPUs cleared for it: GPUs whose slice jobs all have more
- * attained service than it (past the first threshold), may be preempted now (past their minimum
- * run, below the cap) and rank as foreground, fewest slice jobs first, as many as it lacks. Their
- * jobs are checkpointed and requeued, the GPUs go back to whole, and no whole GPU goes to a job
- * behind it meanwhile. The case it was built for: a slice job is otherwise preempted only to move
- * to a whole GPU left idle, so under a sustained load a long job packed young keeps its slice, and
- * its GPU from whole use, to its end; on Alibaba's trace on 8 A100 (seed 1) up to 17 foreground
- * pods of hundreds to thousands of hours ran on slices from day 57 to day 170, while 8-GPU pods of
- * one to ten minutes of work that arrived from day 117 waited about 1,000 h for them all to end.
+ * ASSUMPTION (design choice, measured): MIG GPUs are cleared for a big job only when one MIG GPU
+ * is all it lacks. A waiting foreground job that asks for at least MIG_CLEAR_SHARE of the fleet's
+ * GPUs (and at least 2), has waited MigpoolTuning.clearAfterSeconds (CLEAR_AFTER_SECONDS) and
+ * lacks whole GPUs after the idle ones and those the pass may take, and whose lack at most
+ * MigpoolTuning.clearMaxGpus (CLEAR_MAX_GPUS) MIG GPUs would cover, has those GPUs cleared for
+ * it: GPUs whose slice jobs all have more attained service than it (past the first threshold),
+ * may be preempted now (past their minimum run, below the cap) and rank as foreground, fewest
+ * slice jobs first. Their jobs are checkpointed and requeued, the GPUs go back to whole, and no
+ * whole GPU goes to a job behind it meanwhile. The case it is for: a slice job is otherwise
+ * preempted only to move to a whole GPU left idle, so a long job packed young keeps its slice, and
+ * its GPU from whole use, to its end. On Alibaba's trace on 8 A100 (seed 1) up to 17 foreground
+ * pods of hundreds to thousands of hours ran on slices from day 57 to day 170 while 8-GPU pods of
+ * one to ten minutes of work that arrived from day 117 waited about 1,000 h for them all to end;
+ * from day 261 to day 311 (seed 1) one slice job on one GPU kept 17 such pods waiting with the
+ * fleet at 13% use.
  *
- * Why off: measured with the compare harness (`npm run compare -- --policies migpool --reuse ...`,
- * noisy and none, cost 60 s, seeds 1-3; Tiresias' average JCT there 319.7 h, exclusive's big jobs'
- * p99 JCT 200.4 d and makespan 340.7 d), for jobs of the whole fleet (share 1) after 12 h,
- * Alibaba/8's average JCT went from 89.6 h to 307.7 h (165 / 469 / 289 h by seed: 0.96x
- * Tiresias'), its p99 slowdown from 21,761 to 53,650, and each run took 8 to 25 times as long, for
- * big jobs' p99 JCT 206.2 d -> 183.1 d and makespan 336.1 d -> 319.2 d. After 3 days (simulator
- * library, noisy): 253 h (192 / 264 / 305), big jobs 138.2 d, makespan 304.5 d, p99 slowdown
- * 39,916. Half the fleet after 12 h (before the wake-up at 12 h was added): 179 h, 190.8 d, 332.9
- * d. The seed-to-seed spread (from half Tiresias' average to one and a half times it) made it no
- * rule to ship: it trades a 3% tail miss for a threefold average.
- * deeppool and synthetic are unchanged by it (deeppool's slice jobs are background ones, which it
- * leaves alone: clearing those too took deeppool's average from 6.50 h to 7.50 h). The figures
- * above were taken with two changes for jobs at the cap that are not kept (a capped job waiting
- * only for a job that could start, see cappedWaitsForYounger; none taking a background job's
- * slice, see yieldSlices). Without the first, clearing for half the fleet idled 7 of Alibaba/8's 8
- * GPUs from day 191 to day 270 (seed 1): turn it on with care.
+ * Measured (simulator library, noisy, cost 60 s; Alibaba/8 means over seeds 1-3, then over seeds
+ * 4-6 as data the setting was not chosen on), against no clearing (the default until 2026-11-24):
+ * - Alibaba/8 seeds 1-3: average JCT 89.6 h -> 93.4 h (Tiresias 319.7 h), big jobs' p99 JCT
+ *   206.2 d -> 138.3 d (exclusive 200.4 d), makespan 336.1 d -> 323.7 d (exclusive 340.7 d), p99
+ *   slowdown 21,761 -> 21,477; seeds 4-6: 103.6 h -> 102.5 h, big jobs 126.6 d -> 180.0 d (exclusive
+ *   211.6 d; 77.7 / 82.0 / 220.1 d -> 191.1 / 178.6 / 170.3 d), makespan 344.0 d -> 328.4 d
+ *   (exclusive 349.8 d), p99 slowdown 25,269 -> 22,158.
+ * - synthetic seeds 1-3: average 3.26 h -> 3.25 h, big jobs 3.66 d -> 3.68 d; deeppool unchanged
+ *   (its slice jobs are background ones, which clearing leaves alone: clearing those too took its
+ *   average from 6.50 h to 7.50 h); Philly 20k/256 seed 1 unchanged (13.07 h).
+ * - Clearing as many MIG GPUs as the job lacks (clearMaxGpus Infinity), fifth session: for jobs of
+ *   the whole fleet after 12 h (with the compare harness, seeds 1-3) Alibaba/8's average JCT went
+ *   to 307.7 h (165 / 469 / 289 h: 0.96x Tiresias'), its p99 slowdown to 53,650, and each run took
+ *   8 to 25 times as long, for big jobs 183.1 d and makespan 319.2 d; after 3 days 253 h, 138.2 d,
+ *   304.5 d. Each clearing preempted the slice jobs of several GPUs for pods of minutes, and the
+ *   preempted jobs reached the cap. Up to 2 MIG GPUs, half the fleet, at once (seeds 1-3):
+ *   Alibaba/8 143.6 h (seed 1), big jobs 205.3 d; whole fleet, 1 GPU: seed 1 96.9 h, 161.8 d;
+ *   half the fleet after 1 h: seed 1 95.9 h, 162.4 d.
  */
-export const MIG_CLEAR_SHARE = Infinity;
+export const MIG_CLEAR_SHARE = 0.5;
+/** Most MIG GPUs cleared for one waiting job (see MIG_CLEAR_SHARE). */
+export const CLEAR_MAX_GPUS = 1;
+/** Seconds a big job waits before a MIG GPU may be cleared for it: none (see MIG_CLEAR_SHARE). */
+export const CLEAR_AFTER_SECONDS = 0;
 
 /** Preemptions after which a job is never preempted again (issue 17's limit). */
 export const MAX_PREEMPTIONS = 10;
@@ -217,12 +226,14 @@ export interface MigpoolTuning {
    */
   readonly cappedWaitsForYounger: boolean;
   /**
-   * Share of the fleet's GPUs a waiting job asks for from which MIG GPUs are cleared for it once it
-   * has waited clearAfterSeconds (MIG_CLEAR_SHARE: Infinity, never, by default).
+   * Share of the fleet's GPUs a waiting job asks for (and at least 2) from which MIG GPUs are
+   * cleared for it once it has waited clearAfterSeconds (MIG_CLEAR_SHARE; Infinity: never).
    */
   readonly clearSlicesShare: number;
-  /** Seconds such a job waits before MIG GPUs are cleared for it. */
+  /** Seconds such a job waits before MIG GPUs are cleared for it (CLEAR_AFTER_SECONDS). */
   readonly clearAfterSeconds: number;
+  /** Most MIG GPUs cleared for one job: a job that lacks more waits as if there were no clearing (CLEAR_MAX_GPUS). */
+  readonly clearMaxGpus: number;
 }
 
 export const DEFAULT_TUNING: MigpoolTuning = {
@@ -245,7 +256,8 @@ export const DEFAULT_TUNING: MigpoolTuning = {
   packCapped: false,
   cappedWaitsForYounger: true,
   clearSlicesShare: MIG_CLEAR_SHARE,
-  clearAfterSeconds: BIG_TURN_AFTER_SECONDS,
+  clearAfterSeconds: CLEAR_AFTER_SECONDS,
+  clearMaxGpus: CLEAR_MAX_GPUS,
 };
 
 /** What the policy remembers of a job it has seen. */
@@ -321,9 +333,9 @@ function waits(st: JobState, why: WaitReason['kind'], n = -1, free = 0, by: stri
  *   idle by the pass (preempted and started again: it pays the restart).
  * - A job at the preemption cap does not start while a job of a lower level waits for whole GPUs
  *   (MigpoolTuning.cappedWaitsForYounger): once started it holds its GPUs to its end.
- * - Clearing (off by default, MIG_CLEAR_SHARE): a foreground job of a set share of the fleet that
- *   has waited has MIG GPUs whose slice jobs all have more attained service cleared for it: their
- *   jobs are preempted and the GPUs go back to whole, and no whole GPU goes to a job behind it
+ * - Clearing (MIG_CLEAR_SHARE): a foreground job of half the fleet or more that lacks only one
+ *   whole GPU has a MIG GPU whose slice jobs all have more attained service cleared for it: their
+ *   jobs are preempted and the GPU goes back to whole, and no whole GPU goes to a job behind it
  *   meanwhile.
  * - Preemption limits: a job is not preempted within MIN_RUN_SECONDS of its start (a job ranked
  *   as background is: it is fill, MigpoolTuning.backgroundMinRun), nor after
@@ -519,7 +531,7 @@ export function migpoolPolicy(tuning: Partial<MigpoolTuning> = {}): Policy {
   /** Fewest GPUs of a job that takes turns in the last level (BIG_TURN_SHARE of the fleet). */
   const bigGpusOf = (view: ClusterView): number => (t.bigTurnShare === Infinity ? Infinity : Math.max(1, Math.ceil(t.bigTurnShare * view.gpus.length)));
   /** Fewest GPUs of a job MIG GPUs are cleared for (MIG_CLEAR_SHARE of the fleet). */
-  const clearGpusOf = (view: ClusterView): number => (t.clearSlicesShare === Infinity ? Infinity : Math.max(1, Math.ceil(t.clearSlicesShare * view.gpus.length)));
+  const clearGpusOf = (view: ClusterView): number => (t.clearSlicesShare === Infinity ? Infinity : Math.max(2, Math.ceil(t.clearSlicesShare * view.gpus.length)));
   /** When a waiting job's turn comes in the last level (Infinity: it takes no turns: not big, or not in the last level). */
   const turnAtOf = (st: JobState, job: JobSpec, bigGpus: number): number => (job.gpus >= bigGpus && st.level === queues.length - 1 ? st.waitingSince + t.bigTurnAfterSeconds : Infinity);
   /**
@@ -748,13 +760,13 @@ export function migpoolPolicy(tuning: Partial<MigpoolTuning> = {}): Policy {
             }
             waits(st, 'whole', job.gpus, free);
             if (st.level < waitLevel) waitLevel = st.level;
-            // A job of the whole fleet that waited its turn: MIG GPUs are cleared for it (MIG_CLEAR_SHARE).
+            // A big job that lacks at most clearMaxGpus GPUs: MIG GPUs are cleared for it (MIG_CLEAR_SHARE).
             if (job.gpus >= clearGpus && rankOf(id, job) === 'foreground' && view.now - st.waitingSince >= t.clearAfterSeconds) {
               let mine = 0;
               for (const by of clearing.values()) if (by === id) mine++;
               let can = 0;
               for (const c of clearable) if (c.level > st.level && !slices.wanted.has(c.gpu)) can++;
-              if (free + mine + can >= job.gpus && (mine > 0 || can > 0)) {
+              if (free + mine + can >= job.gpus && (mine > 0 || can > 0) && job.gpus - free - mine <= t.clearMaxGpus) {
                 for (let k = 0; k < clearable.length && free + mine < job.gpus; ) {
                   const c = clearable[k] as (typeof clearable)[number];
                   if (c.level <= st.level || slices.wanted.has(c.gpu)) {
@@ -877,6 +889,7 @@ export function migpoolPolicy(tuning: Partial<MigpoolTuning> = {}): Policy {
         afterSeconds: t.bigTurnAfterSeconds,
         clearGpus: clearGpusOf(view),
         clearAfterSeconds: t.clearAfterSeconds,
+        clearMaxGpus: t.clearMaxGpus,
       });
     },
   };
