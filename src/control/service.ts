@@ -611,6 +611,9 @@ export class PoolServiceImpl implements PoolService {
         // A process appeared where it would act: recheckForeign logged it; the next pass decides afresh.
         if (deferred.has(d)) continue;
         if (problem !== null) {
+          // Acting on what a preempted or cancelled job still holds while it stops (the simulator
+          // frees it at once): not a policy bug; a later pass acts once it has stopped.
+          if (this.waitsForStops(d, view.queue, stillQueued)) continue;
           // Once per distinct problem: a policy that repeats a decision every pass does not flood the log.
           if (!this.skipped.has(problem)) {
             if (this.skipped.size >= RECENT) this.skipped.clear();
@@ -659,14 +662,27 @@ export class PoolServiceImpl implements PoolService {
   }
 
   /**
+   * Whether a decision the check refused would pass once the jobs now stopping (preempted or
+   * cancelled, within their grace period) have gone: it only waits for them.
+   */
+  private waitsForStops(d: Decision, roundQueue: readonly JobSpec[], lookup: CheckLookup): boolean {
+    if (d.kind === 'preempt') return false;
+    let stopping: Set<string> | null = null;
+    for (const r of this.active.placedRecords()) {
+      if (r.reason === 'preempting' || r.cancelRequested || this.cancelsReceived.has(r.id)) (stopping ??= new Set()).add(r.id);
+    }
+    return stopping !== null && checkDecision(this.view(roundQueue, stopping), d, lookup) === null;
+  }
+
+  /**
    * The cluster as the policy sees it (positions in `gpus` are the view's GPU ids). Given the
    * queue of a view built earlier in the same round (`roundQueue`), the queue is that one less the
    * jobs that left it since (what a rebuild gives: the gate changes only between rounds), so that
    * checking each of a round's thousands of decisions does not rebuild a queue of thousands.
    */
-  private view(roundQueue?: readonly JobSpec[]): ClusterView {
+  private view(roundQueue?: readonly JobSpec[], without?: ReadonlySet<string>): ClusterView {
     const now = this.o.now() / 1000;
-    const occupants = this.occupants();
+    const occupants = this.occupants(without);
     const gpus: GpuView[] = this.gpusFound.map((g, id) => {
       const whole = occupants.whole.get(g.index) ?? [];
       const sharing = whole.length > 0 ? (occupants.sharing.get(g.index) ?? 'exclusive') : 'exclusive';
@@ -701,6 +717,7 @@ export class PoolServiceImpl implements PoolService {
       queue.sort((a, b) => a.arrival - b.arrival || Number(a.id) - Number(b.id));
     }
     for (const r of this.active.placedRecords()) {
+      if (without?.has(r.id)) continue;
       const spec = this.specs.get(r.id)!;
       const p = r.placement as JobPlacement;
       const placement: RunningJobView['placement'] = p.kind === 'instance' ? { kind: 'instance', gpu: position.get(p.gpu) ?? -1, start: p.start } : { kind: 'gpus', gpus: p.gpus.map((x) => position.get(x) ?? -1) };
@@ -1331,11 +1348,12 @@ export class PoolServiceImpl implements PoolService {
   }
 
   /** Who holds what: jobs on instances (`gpu|start`) and whole-GPU jobs, from the placements. */
-  private occupants(): Occupants {
+  private occupants(without?: ReadonlySet<string>): Occupants {
     const instances = new Map<string, string>();
     const whole = new Map<number, string[]>();
     const sharing = new Map<number, 'exclusive' | 'timeslice' | 'mps'>();
     for (const r of this.active.placedRecords()) {
+      if (without?.has(r.id)) continue;
       const p = r.placement as JobPlacement;
       if (p.kind === 'instance') instances.set(`${p.gpu}|${p.start}`, r.id);
       else
