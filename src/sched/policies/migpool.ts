@@ -594,10 +594,13 @@ export function migpoolPolicy(tuning: Partial<MigpoolTuning> = {}): Policy {
       let bigTurn = false;
       const clearGpus = clearGpusOf(view);
       let anyMig: boolean | undefined;
+      /** Whether a job big enough for clearing waits while MIG GPUs exist (else the pass skips looking for GPUs to clear). */
+      let bigWaits = false;
       for (const j of view.queue) {
         const st = stateOf(view, j.id, Math.min(view.now, j.arrival));
-        // A job of the whole fleet: MIG GPUs may be cleared for it once it has waited its turn (a wake-up then).
-        if (j.gpus >= clearGpus && j.priority === 'foreground' && (anyMig ??= view.gpus.some((g) => g.migEnabled))) {
+        if (j.gpus >= clearGpus && (anyMig ??= view.gpus.some((g) => g.migEnabled))) bigWaits = true;
+        // A big job: MIG GPUs may be cleared for it once it has waited clearAfterSeconds (a wake-up then).
+        if (j.gpus >= clearGpus && j.priority === 'foreground' && anyMig === true) {
           const clearAt = st.waitingSince + t.clearAfterSeconds;
           if (clearAt > view.now && clearAt < nextAging) nextAging = clearAt;
         }
@@ -653,11 +656,11 @@ export function migpoolPolicy(tuning: Partial<MigpoolTuning> = {}): Policy {
       // left, jobs wait, and young jobs go on slices.
       demand += free - idle.size;
 
-      // MIG GPUs that may be cleared for a big job that waited its turn (MIG_CLEAR_SHARE): every
+      // MIG GPUs that may be cleared for a big job (MIG_CLEAR_SHARE), looked for only while one waits: every
       // slice job on them past the first threshold, preemptible now, foreground; lowest such level.
       for (const [g, by] of clearing) if (!queued.has(by) || gpuAt(view, g)?.migEnabled !== true) clearing.delete(g);
       const clearable: { gpu: number; level: number; jobs: string[] }[] = [];
-      if (clearGpus !== Infinity) {
+      if (clearGpus !== Infinity && bigWaits) {
         for (const g of view.gpus) {
           if (!g.migEnabled || clearing.has(g.id) || !isSettled(g, view.now)) continue;
           let level = Infinity;
