@@ -1,4 +1,4 @@
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { badInput } from '../errors.js';
 
 /** Where a command writes: stdout for results, stderr for messages. Injected so tests can capture. */
@@ -36,5 +36,27 @@ export function writeUserFile(path: string, text: string, flag: string): void {
     writeFileSync(path, text);
   } catch (e) {
     throw badInput(`cannot write ${flag} '${path}': ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}; give a path in a writable directory`);
+  }
+}
+
+/**
+ * Reads a text file the user named (`-`: stdin). What cannot be read (missing, a directory, no
+ * permission) is one line naming `what`, the path and the system's error code; bytes that are not
+ * UTF-8 (a binary file, a Latin-1 export) are refused rather than read as U+FFFD characters, which
+ * the parsers would echo back in their errors. A UTF-8 byte order mark is dropped.
+ *
+ * @param fix what to give instead, ending the message: `give a CSV file`
+ */
+export function readUserText(path: string, what: string, fix: string): string {
+  let bytes: Buffer;
+  try {
+    bytes = readFileSync(path === '-' ? 0 : path);
+  } catch (e) {
+    throw badInput(`cannot read ${what} '${path}': ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}; ${fix}`);
+  }
+  try {
+    return new TextDecoder('utf-8', { fatal: true }).decode(bytes);
+  } catch {
+    throw badInput(`${what} '${path}' is not UTF-8 text (a binary file, or another encoding); ${fix}`);
   }
 }
