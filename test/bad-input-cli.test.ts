@@ -100,3 +100,17 @@ describe('files that are not UTF-8 text', () => {
     expect((JSON.parse(r.out) as { jobs: number }).jobs).toBe(1);
   });
 });
+
+describe('huge files', () => {
+  it('apply refuses a config over 1 MiB before reading it, in one line (21 MB took 36 s and 2.5 GB)', async () => {
+    const big = join(dir, 'big.yaml');
+    const entry = (i: number) => `  c${i}:\n    - devices: all\n      mig-enabled: false\n`;
+    writeFileSync(big, `version: v1\nmig-configs:\n${Array.from({ length: 25_000 }, (_, i) => entry(i)).join('')}`);
+    const box = ['--simulate', '1xA100-SXM4-40GB', '--state-dir', mkdtempSync(join(dir, 'state-'))];
+    refused(
+      await cli('apply', '-f', big, '-c', 'c1', ...box),
+      /^migpool: config file '.*big\.yaml' is 13\d{5} bytes, over the limit of 1048576 \(1 MiB; NVIDIA's config-default\.yaml for every MIG GPU is 12 KB\); give a mig-parted config file \(YAML\)$/,
+    );
+    expect((await cli('status', '--json', ...box)).out).toContain('"disabled"');
+  });
+});

@@ -1,5 +1,5 @@
-import { readFileSync, writeFileSync } from 'node:fs';
-import { badInput } from '../errors.js';
+import { readFileSync, statSync, writeFileSync } from 'node:fs';
+import { badInput, MigpoolError } from '../errors.js';
 
 /** Where a command writes: stdout for results, stderr for messages. Injected so tests can capture. */
 export interface Io {
@@ -46,14 +46,21 @@ export function writeUserFile(path: string, text: string, flag: string): void {
  * the parsers would echo back in their errors. A UTF-8 byte order mark is dropped.
  *
  * @param fix what to give instead, ending the message: `give a CSV file`
+ * @param limit refuse a file larger than this, before reading it: `{ bytes, why }`, `why` saying
+ *   what the bound rests on
  */
-export function readUserText(path: string, what: string, fix: string): string {
+export function readUserText(path: string, what: string, fix: string, limit?: { readonly bytes: number; readonly why: string }): string {
+  const tooBig = (size: number) => badInput(`${what} '${path}' is ${size} bytes, over the limit of ${limit?.bytes} (${limit?.why}); ${fix}`);
   let bytes: Buffer;
   try {
+    // A file is measured before it is read; stdin as it is read.
+    if (limit !== undefined && path !== '-' && statSync(path).size > limit.bytes) throw tooBig(statSync(path).size);
     bytes = readFileSync(path === '-' ? 0 : path);
   } catch (e) {
+    if (e instanceof MigpoolError) throw e;
     throw badInput(`cannot read ${what} '${path}': ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}; ${fix}`);
   }
+  if (limit !== undefined && bytes.length > limit.bytes) throw tooBig(bytes.length);
   try {
     return new TextDecoder('utf-8', { fatal: true }).decode(bytes);
   } catch {

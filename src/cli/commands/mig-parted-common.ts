@@ -31,8 +31,15 @@ export function debugLogOf(io: Io, cmd: Command): { on: boolean; log: DebugLog }
  * binary file's bytes would otherwise come back in the parser's error, thousands of characters).
  */
 export function readUserFile(path: string, what: string): string {
-  return readUserText(path, what, what === 'checkpoint file' ? "give a file 'migpool checkpoint -f' wrote" : `give a mig-parted ${what} (YAML)`);
+  return readUserText(path, what, what === 'checkpoint file' ? "give a file 'migpool checkpoint -f' wrote" : `give a mig-parted ${what} (YAML)`, MIG_PARTED_FILE_LIMIT);
 }
+
+/**
+ * The largest config, hooks or checkpoint file read. NVIDIA's config-default.yaml, every MIG GPU
+ * model in one file, is 11,593 bytes (test/fixtures/mig-parted); a checkpoint is about 1 KB per
+ * GPU. 1 MiB parses in about a second; 21 MB of configs took 36 s and 2.5 GB of memory.
+ */
+const MIG_PARTED_FILE_LIMIT = { bytes: 1024 * 1024, why: "1 MiB; NVIDIA's config-default.yaml for every MIG GPU is 12 KB" } as const;
 
 /**
  * Reads and checks a hooks file: its warnings (what mig-parted silently ignores) are printed on
