@@ -1,5 +1,5 @@
-import { writeFileSync } from 'node:fs';
-import { badInput } from '../errors.js';
+import { readFileSync, statSync, writeFileSync } from 'node:fs';
+import { badInput, MigpoolError } from '../errors.js';
 
 /** Where a command writes: stdout for results, stderr for messages. Injected so tests can capture. */
 export interface Io {
@@ -36,5 +36,34 @@ export function writeUserFile(path: string, text: string, flag: string): void {
     writeFileSync(path, text);
   } catch (e) {
     throw badInput(`cannot write ${flag} '${path}': ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}; give a path in a writable directory`);
+  }
+}
+
+/**
+ * Reads a text file the user named (`-`: stdin). What cannot be read (missing, a directory, no
+ * permission) is one line naming `what`, the path and the system's error code; bytes that are not
+ * UTF-8 (a binary file, a Latin-1 export) are refused rather than read as U+FFFD characters, which
+ * the parsers would echo back in their errors. A UTF-8 byte order mark is dropped.
+ *
+ * @param fix what to give instead, ending the message: `give a CSV file`
+ * @param limit refuse a file larger than this, before reading it: `{ bytes, why }`, `why` saying
+ *   what the bound rests on
+ */
+export function readUserText(path: string, what: string, fix: string, limit?: { readonly bytes: number; readonly why: string }): string {
+  const tooBig = (size: number) => badInput(`${what} '${path}' is ${size} bytes, over the limit of ${limit?.bytes} (${limit?.why}); ${fix}`);
+  let bytes: Buffer;
+  try {
+    // A file is measured before it is read; stdin as it is read.
+    if (limit !== undefined && path !== '-' && statSync(path).size > limit.bytes) throw tooBig(statSync(path).size);
+    bytes = readFileSync(path === '-' ? 0 : path);
+  } catch (e) {
+    if (e instanceof MigpoolError) throw e;
+    throw badInput(`cannot read ${what} '${path}': ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}; ${fix}`);
+  }
+  if (limit !== undefined && bytes.length > limit.bytes) throw tooBig(bytes.length);
+  try {
+    return new TextDecoder('utf-8', { fatal: true }).decode(bytes);
+  } catch {
+    throw badInput(`${what} '${path}' is not UTF-8 text (a binary file, or another encoding); ${fix}`);
   }
 }

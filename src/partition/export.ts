@@ -127,14 +127,15 @@ export interface MigPartedConfig {
 }
 
 interface Spec {
-  filters: string[];
-  devices: number[];
+  filters: Set<string>;
+  devices: Set<number>;
   enabled: boolean;
   migDevices: Record<string, number>;
 }
 
-function union<T extends number | string>(a: readonly T[], b: readonly T[]): T[] {
-  return [...new Set([...a, ...b])].sort((x, y) => (x < y ? -1 : x > y ? 1 : 0));
+/** The values in ascending order (as mig-parted sorts devices and filters). Sets collect them: merging sorted lists GPU by GPU took minutes for 30,000 GPUs. */
+function sorted<T extends number | string>(values: Iterable<T>): T[] {
+  return [...values].sort((x, y) => (x < y ? -1 : x > y ? 1 : 0));
 }
 
 /** types.MigConfig.Equals in mig-parted pkg/types/mig_config.go: same profiles, same counts. */
@@ -160,8 +161,8 @@ function sameMigDevices(a: Record<string, number>, b: Record<string, number>): b
 export function exportMigPartedConfig(gpus: readonly ExportGpu[], label = 'current'): MigPartedConfig {
   if (label.trim() === '') throw badInput('the config label is empty; give a name such as current');
   const specs: Spec[] = checkGpus(gpus).map((g) => ({
-    filters: [g.deviceFilter],
-    devices: [g.index],
+    filters: new Set([g.deviceFilter]),
+    devices: new Set([g.index]),
     enabled: g.migEnabled,
     migDevices: Object.fromEntries(
       g.devices.map((d) => [d.profile.name, d.count] as const).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)),
@@ -172,26 +173,31 @@ export function exportMigPartedConfig(gpus: readonly ExportGpu[], label = 'curre
   for (const s of specs) {
     const into = merged.find((m) => m.enabled === s.enabled && sameMigDevices(m.migDevices, s.migDevices));
     if (into) {
-      into.devices = union(into.devices, s.devices);
-      into.filters = union(into.filters, s.filters);
+      for (const d of s.devices) into.devices.add(d);
+      for (const f of s.filters) into.filters.add(f);
     } else {
-      merged.push({ ...s });
+      merged.push({ ...s, devices: new Set(s.devices), filters: new Set(s.filters) });
     }
   }
 
-  const devicesOfFilter = new Map<string, number[]>();
+  const devicesOfFilter = new Map<string, Set<number>>();
   for (const s of specs) {
-    const f = s.filters[0] ?? '';
-    devicesOfFilter.set(f, union(devicesOfFilter.get(f) ?? [], s.devices));
+    for (const f of s.filters) {
+      const set = devicesOfFilter.get(f) ?? new Set<number>();
+      for (const d of s.devices) set.add(d);
+      devicesOfFilter.set(f, set);
+    }
   }
 
   const entries: MigPartedEntry[] = merged.map((m) => {
-    const entry: MigPartedEntry = { devices: m.devices, 'mig-enabled': m.enabled, 'mig-devices': m.migDevices };
+    const devices = sorted(m.devices);
+    const filters = sorted(m.filters);
+    const entry: MigPartedEntry = { devices, 'mig-enabled': m.enabled, 'mig-devices': m.migDevices };
     if (devicesOfFilter.size > 1 && merged.length > 1) {
-      entry['device-filter'] = m.filters.length === 1 ? (m.filters[0] ?? '') : m.filters;
+      entry['device-filter'] = filters.length === 1 ? (filters[0] ?? '') : filters;
     }
-    const covered = m.filters.reduce<number[]>((acc, f) => union(acc, devicesOfFilter.get(f) ?? []), []);
-    if (covered.length === m.devices.length && covered.every((d, i) => d === m.devices[i])) entry.devices = 'all';
+    const covered = sorted(new Set(filters.flatMap((f) => [...(devicesOfFilter.get(f) ?? [])])));
+    if (covered.length === devices.length && covered.every((d, i) => d === devices[i])) entry.devices = 'all';
     // Key order of the Go struct: device-filter, devices, mig-enabled, mig-devices.
     return 'device-filter' in entry
       ? { 'device-filter': entry['device-filter'], devices: entry.devices, 'mig-enabled': entry['mig-enabled'], 'mig-devices': entry['mig-devices'] }

@@ -3,14 +3,12 @@
  * restore) share: `-d/--debug`, reading the files the user names, the hooks file, and --force's
  * way of ending processes.
  */
-import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
-import { badInput } from '../../errors.js';
 import type { GpuPort, GpuProcess } from '../../gpu/port.js';
 import { SimulatedGpuPort } from '../../gpu/simulated/driver.js';
 import { checkHooksRunnable, type RunHooksOptions } from '../../exec/hooks-runner.js';
 import { parseMigPartedHooks, type MigPartedHooks } from '../../partition/hooks.js';
-import type { Io } from '../io.js';
+import { readUserText, type Io } from '../io.js';
 import { debugOn } from './mig-parted-env.js';
 
 /** Adds mig-parted's `-d/--debug` to a subcommand too, so that `apply -d` and `apply -md` work as in mig-parted. */
@@ -28,14 +26,20 @@ export function debugLogOf(io: Io, cmd: Command): { on: boolean; log: DebugLog }
   return { on, log: (line) => (on ? io.err(`debug: ${line}`) : undefined) };
 }
 
-/** Reads a file the user named, as a one-line error when it cannot be read. */
+/**
+ * Reads a file the user named, as a one-line error when it cannot be read or is not UTF-8 text (a
+ * binary file's bytes would otherwise come back in the parser's error, thousands of characters).
+ */
 export function readUserFile(path: string, what: string): string {
-  try {
-    return readFileSync(path === '-' ? 0 : path, 'utf8');
-  } catch (e) {
-    throw badInput(`cannot read ${what} '${path}': ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
-  }
+  return readUserText(path, what, what === 'checkpoint file' ? "give a file 'migpool checkpoint -f' wrote" : `give a mig-parted ${what} (YAML)`, MIG_PARTED_FILE_LIMIT);
 }
+
+/**
+ * The largest config, hooks or checkpoint file read. NVIDIA's config-default.yaml, every MIG GPU
+ * model in one file, is 11,593 bytes (test/fixtures/mig-parted); a checkpoint is about 1 KB per
+ * GPU. 1 MiB parses in about a second; 21 MB of configs took 36 s and 2.5 GB of memory.
+ */
+const MIG_PARTED_FILE_LIMIT = { bytes: 1024 * 1024, why: "1 MiB; NVIDIA's config-default.yaml for every MIG GPU is 12 KB" } as const;
 
 /**
  * Reads and checks a hooks file: its warnings (what mig-parted silently ignores) are printed on

@@ -35,7 +35,7 @@ import {
   type WorkloadMix,
 } from '../../sim/traces/index.js';
 import type { Fleet, PriorityMetrics, SimMetrics, SimulationResult, TraceJob } from '../../sim/types.js';
-import { writeJson, writeUserFile, type Io } from '../io.js';
+import { readUserText, writeJson, writeUserFile, type Io } from '../io.js';
 import { renderTable } from '../table.js';
 import { builtInScalingModel, packageRoot } from '../package-data.js';
 
@@ -146,7 +146,7 @@ export function loadTrace(opts: Pick<SimulateOptions, 'trace' | 'arrivalRate'> &
   }
   if (opts.arrivalRate !== undefined) throw badInput('--arrival-rate is for --trace synthetic or deeppool only');
   if (!existsSync(opts.trace)) throw badInput(`--trace '${opts.trace}': no such file; use philly, alibaba, synthetic, deeppool or a CSV file (header arrival,workload,gpus,duration)`);
-  const text = readFileSync(opts.trace, 'utf8');
+  const text = readUserText(opts.trace, '--trace', 'give a CSV file (header arrival,workload,gpus,duration), or philly, alibaba, synthetic or deeppool');
   const format = traceFormatOf(text);
   if (format.name === 'alibaba') return alibaba(text, opts.trace);
   return { ...format.read(text, { random, mix, gpuModel: model, file: opts.trace, workloads: workloadFiles(opts.workload ?? []), ...(limit === undefined ? {} : { limit }) }), notes };

@@ -20,13 +20,13 @@ export function compiledMainPath(): string {
  * the script's path.
  *
  * @param mainPath the compiled main.js to run; by default this build's (`npm run build` first)
- * @throws MigpoolError `RUNTIME` when the compiled main module does not exist
+ * @throws MigpoolError `RUNTIME` when the compiled main module does not exist, `BAD_INPUT` when
+ *   `dir` cannot be made or written (a file, no permission)
  */
 export function installFakeNvidiaSmi(dir: string, mainPath: string = compiledMainPath()): string {
   if (!existsSync(mainPath)) {
     throw new MigpoolError('RUNTIME', `the fake nvidia-smi is not built: ${mainPath} is missing; run 'npm run build' first`);
   }
-  mkdirSync(dir, { recursive: true });
   const target = join(dir, 'nvidia-smi');
   const url = JSON.stringify(pathToFileURL(mainPath).href);
   // A dynamic import works whether node loads this extensionless file as CommonJS or ESM.
@@ -38,7 +38,15 @@ export function installFakeNvidiaSmi(dir: string, mainPath: string = compiledMai
     ');',
     '',
   ].join('\n');
-  writeFileSync(target, script);
-  chmodSync(target, 0o755);
+  try {
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(target, script);
+    chmodSync(target, 0o755);
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    // mkdir says EEXIST (or ENOTDIR below it) when the path, or a folder on it, is a file.
+    const why = code === 'EEXIST' || code === 'ENOTDIR' ? 'it is a file, not a directory' : (code ?? (e as Error).message);
+    throw new MigpoolError('BAD_INPUT', `cannot write ${target}: ${why}; give a directory to put first on PATH (created if missing)`);
+  }
   return target;
 }

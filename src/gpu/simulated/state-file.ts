@@ -2,6 +2,7 @@ import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { MigpoolError } from '../../errors.js';
 import { SimulatedMachine, type SimState } from './machine.js';
+import { simStateProblem } from './state-check.js';
 
 /**
  * Loads a simulated machine from its state file, or null when the file does not exist. A file
@@ -25,6 +26,8 @@ export function loadMachine(path: string): SimulatedMachine | null {
   if (s.version !== 1 || !Array.isArray(s.gpus) || !Array.isArray(s.faults)) {
     throw new MigpoolError('BAD_INPUT', `simulator state ${path} is not a migpool state file (version 1); run 'migpool sim reset'`);
   }
+  const problem = simStateProblem(s);
+  if (problem !== null) throw new MigpoolError('BAD_INPUT', `simulator state ${path} is damaged: ${problem}; fix the field or run 'migpool sim reset'`);
   return new SimulatedMachine(s as SimState);
 }
 

@@ -1,0 +1,116 @@
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, describe, expect, it } from 'vitest';
+import { cli } from './run-cli.js';
+
+// Bad input to the commands other than the service's, each found to print a stack trace (exit 3),
+// or thousands of characters, or to hang: each must be one line naming the input, exit 2, and
+// must leave what it read as it was.
+
+const DEFAULTS = fileURLToPath(new URL('./fixtures/mig-parted/config-default.yaml', import.meta.url));
+const dir = mkdtempSync(join(tmpdir(), 'migpool-bad-input-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+/** One line on stderr, exit 2, nothing on stdout, no stack trace. */
+function refused(r: { code: number; out: string; err: string }, message: RegExp): void {
+  expect(r.code).toBe(2);
+  expect(r.out).toBe('');
+  expect(r.err.trim().split('\n')).toHaveLength(1);
+  expect(r.err.length).toBeLessThan(400);
+  expect(r.err).not.toMatch(/internal error|\n\s+at /);
+  expect(r.err.trim()).toMatch(message);
+}
+
+describe('a simulated machine state file edited by hand', () => {
+  const box = (stateDir: string) => ['--simulate', '2xA100-SXM4-40GB', '--state-dir', stateDir];
+
+  it.each([
+    ['a GPU without its instance list', (s: { gpus: Record<string, unknown>[] }) => void delete s.gpus[0]!['gpuInstances'], /gpus\[0\]\.gpuInstances: expected a list, got nothing/],
+    ['processes: null', (s: { gpus: Record<string, unknown>[] }) => void (s.gpus[1]!['processes'] = null), /gpus\[1\]\.processes: expected a list, got null/],
+    ['a GPU that is null', (s: { gpus: unknown[] }) => void (s.gpus[0] = null), /gpus\[0\]: expected an object, got null/],
+    ['a MIG mode that is no mode', (s: { gpus: { migMode: Record<string, unknown> }[] }) => void (s.gpus[0]!.migMode['current'] = 'banana'), /gpus\[0\]\.migMode\.current: expected one of enabled, disabled, got "banana"/],
+    ['GPU 0 given index 5', (s: { gpus: Record<string, unknown>[] }) => void (s.gpus[0]!['index'] = 5), /gpus\[0\]\.index: expected 0 \(GPUs are listed in index order\), got 5/],
+  ])('%s: status, apply and sim attach refuse it in one line naming the field, and leave the file alone', async (_what, edit, message) => {
+    const stateDir = mkdtempSync(join(dir, 'state-'));
+    expect((await cli('sim', 'reset', ...box(stateDir))).code).toBe(0);
+    const file = join(stateDir, 'simulated-machine.json');
+    const state = JSON.parse(readFileSync(file, 'utf8')) as never;
+    edit(state);
+    const text = JSON.stringify(state);
+    writeFileSync(file, text);
+    for (const args of [['status'], ['apply', '-f', DEFAULTS, '-c', 'all-balanced'], ['sim', 'attach', '--gpu', '1']]) {
+      const r = await cli(...args, ...box(stateDir));
+      refused(r, new RegExp(`^migpool: simulator state .*simulated-machine\\.json is damaged: ${message.source}; fix the field or run 'migpool sim reset'$`));
+    }
+    expect(readFileSync(file, 'utf8')).toBe(text);
+    expect((await cli('sim', 'reset', ...box(stateDir))).code).toBe(0);
+    expect((await cli('status', ...box(stateDir))).code).toBe(0);
+  });
+});
+
+describe('paths that are the wrong kind of file', () => {
+  it('sim install-nvidia-smi into a path that is a file', async () => {
+    const file = join(dir, 'notes.txt');
+    writeFileSync(file, 'my notes\n');
+    refused(await cli('sim', 'install-nvidia-smi', file, '--state-dir', dir), /^migpool: cannot write .*notes\.txt\/nvidia-smi: it is a file, not a directory; give a directory to put first on PATH \(created if missing\)$/);
+    expect(readFileSync(file, 'utf8')).toBe('my notes\n');
+  });
+
+  it('simulate --trace naming a directory', async () => {
+    refused(
+      await cli('simulate', '--trace', dir, '--fleet', '1xA100-SXM4-40GB', '--policies', 'exclusive'),
+      /^migpool: cannot read --trace '.*': EISDIR; give a CSV file \(header arrival,workload,gpus,duration\), or philly, alibaba, synthetic or deeppool$/,
+    );
+  });
+});
+
+describe('files that are not UTF-8 text', () => {
+  const binary = Buffer.from(Array.from({ length: 4096 }, (_, i) => (i * 131 + 7) % 256));
+  const latin1 = Buffer.from('version: v1\nmig-configs:\n  caf\xe9:\n    - devices: all\n      mig-enabled: false\n', 'latin1');
+
+  it('apply, assert and restore refuse a binary or Latin-1 file in one short line', async () => {
+    const bin = join(dir, 'random.yaml');
+    const lat = join(dir, 'latin1.yaml');
+    writeFileSync(bin, binary);
+    writeFileSync(lat, latin1);
+    const box = ['--simulate', '1xA100-SXM4-40GB', '--state-dir', mkdtempSync(join(dir, 'state-'))];
+    for (const file of [bin, lat]) {
+      refused(await cli('apply', '-f', file, '-c', 'café', ...box), /^migpool: config file '.*' is not UTF-8 text \(a binary file, or another encoding\); give a mig-parted config file \(YAML\)$/);
+      refused(await cli('assert', '-f', file, '-c', 'café', '-a'), /is not UTF-8 text/);
+      refused(await cli('apply', '-f', DEFAULTS, '-c', 'all-balanced', '-k', file, ...box), /^migpool: hooks file '.*' is not UTF-8 text/);
+      refused(await cli('restore', '-f', file, ...box), /^migpool: checkpoint file '.*' is not UTF-8 text \(a binary file, or another encoding\); give a file 'migpool checkpoint -f' wrote$/);
+    }
+    expect((await cli('status', '--json', ...box)).out).toContain('"disabled"');
+  });
+
+  it('simulate --trace refuses a binary file in one short line', async () => {
+    const bin = join(dir, 'random.csv');
+    writeFileSync(bin, binary);
+    refused(await cli('simulate', '--trace', bin, '--fleet', '1xA100-SXM4-40GB', '--policies', 'exclusive'), /^migpool: --trace '.*random\.csv' is not UTF-8 text/);
+  });
+
+  it('still reads UTF-8 with a byte order mark', async () => {
+    mkdirSync(join(dir, 'bom'), { recursive: true });
+    const csv = join(dir, 'bom', 'jobs.csv');
+    writeFileSync(csv, '\ufeffarrival,workload,gpus,duration\n0,small,1,100\n');
+    const r = await cli('simulate', '--trace', csv, '--fleet', '1xA100-SXM4-40GB', '--policies', 'exclusive', '--json');
+    expect(r.code).toBe(0);
+    expect((JSON.parse(r.out) as { jobs: number }).jobs).toBe(1);
+  });
+});
+
+describe('huge files', () => {
+  it('apply refuses a config over 1 MiB before reading it, in one line (21 MB took 36 s and 2.5 GB)', async () => {
+    const big = join(dir, 'big.yaml');
+    const entry = (i: number) => `  c${i}:\n    - devices: all\n      mig-enabled: false\n`;
+    writeFileSync(big, `version: v1\nmig-configs:\n${Array.from({ length: 25_000 }, (_, i) => entry(i)).join('')}`);
+    const box = ['--simulate', '1xA100-SXM4-40GB', '--state-dir', mkdtempSync(join(dir, 'state-'))];
+    refused(
+      await cli('apply', '-f', big, '-c', 'c1', ...box),
+      /^migpool: config file '.*big\.yaml' is 13\d{5} bytes, over the limit of 1048576 \(1 MiB; NVIDIA's config-default\.yaml for every MIG GPU is 12 KB\); give a mig-parted config file \(YAML\)$/,
+    );
+    expect((await cli('status', '--json', ...box)).out).toContain('"disabled"');
+  });
+});
