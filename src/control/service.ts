@@ -574,6 +574,7 @@ export class PoolServiceImpl implements PoolService {
       this.o.log?.(`users could not be read (${e instanceof Error ? e.message : String(e)}); keeping the last ones`);
     }
     await this.failDoomed();
+    await this.completeInstances();
     // Processes migpool did not start are read once more before the pass's first start or re-partition.
     let rechecked = false;
     for (let round = 0; round < 8 && !this.stopped; round++) {
@@ -640,6 +641,20 @@ export class PoolServiceImpl implements PoolService {
     this.passMs.push(ms);
     if (this.passMs.length > RECENT) this.passMs.shift();
     this.observers.each((o) => o.schedulingPass?.(ms / 1000));
+  }
+
+  /**
+   * GPU instances left without a compute instance (a re-partition stopped between creating the two:
+   * the service killed, or the second create failed) hold no device a job could use, yet policies
+   * see them as slices, and a layout that keeps them asks for no change. Each pass gives them their
+   * compute instance, through the re-partition path (journal, events, back-off), layout unchanged.
+   */
+  private async completeInstances(): Promise<void> {
+    for (const [id, g] of this.gpusFound.entries()) {
+      if (this.reconfiguring.has(g.index) || g.current.instances.every((i) => g.ciUuids.has(i.start))) continue;
+      this.o.log?.(`GPU ${g.index}: GPU instances without a compute instance (${g.current.instances.filter((i) => !g.ciUuids.has(i.start)).map((i) => `${i.profile.name}@${i.start}`).join(', ')}): creating them`);
+      await this.apply({ kind: 'repartition', gpu: id, layout: g.current.instances.map((i) => ({ profile: i.profile.name, start: i.start })) });
+    }
   }
 
   /** Reads the ended jobs queued ones depend on, and fails the queued jobs whose dependency can no longer succeed. */
