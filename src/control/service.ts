@@ -1025,7 +1025,7 @@ export class PoolServiceImpl implements PoolService {
             const how = await this.mux.resume(rec.placement.devices);
             this.o.log?.(`job ${rec.id}: MPS daemon for ${rec.placement.devices.join(',')} ${how}`);
           }
-          if (rec.cancelRequested) await this.o.executor.cancel(rec.id);
+          await this.resendStop(rec);
         } else await this.settle(found);
       } else if (rec.state === 'starting' || rec.state === 'running') {
         // Stopped between writing `starting` and recording the process. The runner records itself
@@ -1036,11 +1036,20 @@ export class PoolServiceImpl implements PoolService {
         const found = ref ? await this.o.executor.adopt(rec.id, rec.attempt, ref) : null;
         if (found === 'running') {
           await this.update(rec, { state: 'running', process: ref });
-          if (rec.cancelRequested) await this.o.executor.cancel(rec.id);
+          await this.resendStop(rec);
         } else if (found) await this.settle(found);
         else await this.update(rec, { state: 'queued', placement: null, attempt: rec.attempt - 1, startedAt: null, reason: 'the service stopped before starting it; requeued' });
       }
     }
+  }
+
+  /**
+   * A re-adopted attempt that was being stopped (a cancel, or a preemption: both written before the
+   * stop is sent) is stopped again: the service may have died between the two, and the job would
+   * run on to its end, a preempted one refusing any further preemption.
+   */
+  private async resendStop(rec: JobRecord): Promise<void> {
+    if (rec.cancelRequested || rec.reason === 'preempting') await this.o.executor.cancel(rec.id);
   }
 
   // ---- helpers
