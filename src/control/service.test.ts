@@ -239,6 +239,28 @@ describe('the live service', () => {
     expect(readFileSync(log, 'utf8')).toBe('start\n');
   });
 
+  it('after a restart, stops a job whose preemption was written but not yet sent when the service died, and requeues it', async () => {
+    const dir = tempDir();
+    const machine = SimulatedMachine.create(parseSimulateSpec('1xA100-SXM4-40GB'), 1, '1xA100-SXM4-40GB');
+    const first = await open(dir, 'exclusive', machine);
+    const job = await first.service.submit({ name: 'mover', preemptible: true, command: [node, '-e', 'process.on("SIGTERM", () => process.exit(143)); setTimeout(() => {}, 60000)'] });
+    const running = await until(first.service, job.id, ['running']);
+    // Killed between writing the preemption and sending SIGTERM (service.ts apply, 'preempt'): the store says preempting, the job runs on.
+    services.splice(services.indexOf(services.find((s) => s.service === first.service)!), 1);
+    await first.service.stop();
+    expect(await first.store.updateJob(job.id, running.version, { reason: 'preempting' })).toMatchObject({ state: 'running', reason: 'preempting' });
+    await first.store.close();
+    const second = await open(dir, 'exclusive', machine);
+    // Moved once: stopped, requeued, started again (before: it ran on as 'preempting' to its end, and no preempt could move it).
+    const t0 = Date.now();
+    let now = await second.service.getJob(job.id);
+    while (!(now?.state === 'running' && now.attempt === 2) && Date.now() - t0 < 10_000) {
+      await new Promise((r) => setTimeout(r, 50));
+      now = await second.service.getJob(job.id);
+    }
+    expect(now).toMatchObject({ state: 'running', attempt: 2, preemptions: 1, reason: null });
+  });
+
   /** A policy that gives the one GPU to the oldest foreground job, preempting background work. */
   const fgFirst: Policy = {
     name: 'fg-first',

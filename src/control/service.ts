@@ -574,6 +574,7 @@ export class PoolServiceImpl implements PoolService {
       this.o.log?.(`users could not be read (${e instanceof Error ? e.message : String(e)}); keeping the last ones`);
     }
     await this.failDoomed();
+    await this.completeInstances();
     // Processes migpool did not start are read once more before the pass's first start or re-partition.
     let rechecked = false;
     for (let round = 0; round < 8 && !this.stopped; round++) {
@@ -643,6 +644,20 @@ export class PoolServiceImpl implements PoolService {
     this.passMs.push(ms);
     if (this.passMs.length > RECENT) this.passMs.shift();
     this.observers.each((o) => o.schedulingPass?.(ms / 1000));
+  }
+
+  /**
+   * GPU instances left without a compute instance (a re-partition stopped between creating the two:
+   * the service killed, or the second create failed) hold no device a job could use, yet policies
+   * see them as slices, and a layout that keeps them asks for no change. Each pass gives them their
+   * compute instance, through the re-partition path (journal, events, back-off), layout unchanged.
+   */
+  private async completeInstances(): Promise<void> {
+    for (const [id, g] of this.gpusFound.entries()) {
+      if (this.reconfiguring.has(g.index) || g.current.instances.every((i) => g.ciUuids.has(i.start))) continue;
+      this.o.log?.(`GPU ${g.index}: GPU instances without a compute instance (${g.current.instances.filter((i) => !g.ciUuids.has(i.start)).map((i) => `${i.profile.name}@${i.start}`).join(', ')}): creating them`);
+      await this.apply({ kind: 'repartition', gpu: id, layout: g.current.instances.map((i) => ({ profile: i.profile.name, start: i.start })) });
+    }
   }
 
   /** Reads the ended jobs queued ones depend on, and fails the queued jobs whose dependency can no longer succeed. */
@@ -1027,7 +1042,7 @@ export class PoolServiceImpl implements PoolService {
             const how = await this.mux.resume(rec.placement.devices);
             this.o.log?.(`job ${rec.id}: MPS daemon for ${rec.placement.devices.join(',')} ${how}`);
           }
-          if (rec.cancelRequested) await this.o.executor.cancel(rec.id);
+          await this.resendStop(rec);
         } else await this.settle(found);
       } else if (rec.state === 'starting' || rec.state === 'running') {
         // Stopped between writing `starting` and recording the process. The runner records itself
@@ -1038,11 +1053,20 @@ export class PoolServiceImpl implements PoolService {
         const found = ref ? await this.o.executor.adopt(rec.id, rec.attempt, ref) : null;
         if (found === 'running') {
           await this.update(rec, { state: 'running', process: ref });
-          if (rec.cancelRequested) await this.o.executor.cancel(rec.id);
+          await this.resendStop(rec);
         } else if (found) await this.settle(found);
         else await this.update(rec, { state: 'queued', placement: null, attempt: rec.attempt - 1, startedAt: null, reason: 'the service stopped before starting it; requeued' });
       }
     }
+  }
+
+  /**
+   * A re-adopted attempt that was being stopped (a cancel, or a preemption: both written before the
+   * stop is sent) is stopped again: the service may have died between the two, and the job would
+   * run on to its end, a preempted one refusing any further preemption.
+   */
+  private async resendStop(rec: JobRecord): Promise<void> {
+    if (rec.cancelRequested || rec.reason === 'preempting') await this.o.executor.cancel(rec.id);
   }
 
   // ---- helpers

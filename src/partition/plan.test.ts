@@ -5,7 +5,7 @@ import { ciProfilesOf } from '../mig/compute-instances.js';
 import { enumerateLayouts, multisetKey, placeProfiles } from '../mig/geometry.js';
 import type { GiProfile, GpuModel } from '../mig/types.js';
 import { resolveMigDevices } from './desired.js';
-import { planGpu, type GpuPlan } from './plan.js';
+import { planGpu, planLayout, type GpuPlan } from './plan.js';
 import type { CurrentGpu, CurrentGpuInstance, DesiredGpu } from './state.js';
 
 const a100 = resolveGpuModel('A100-40GB');
@@ -160,5 +160,20 @@ describe('destroys no more than it must', () => {
         expect(plan(gpuWith(model, created), want(model, counts)).operations).toEqual([]);
       }
     }
+  });
+});
+
+describe('planning a layout (the service)', () => {
+  it('gives a kept GPU instance that has no compute instance (a re-partition stopped between the two creates) its compute instance', () => {
+    const current = gpuWith(a100, [['4g.20gb', 0], ['3g.20gb', 4]]);
+    const halfMade = { ...current, instances: current.instances.map((gi) => (gi.start === 4 ? { ...gi, computeInstances: [] } : gi)) };
+    const layout = [{ profile: '4g.20gb', start: 0 }, { profile: '3g.20gb', start: 4 }];
+    const outcome = planLayout(halfMade, layout);
+    if (!outcome.ok) throw new Error(outcome.reason);
+    expect(outcome.plan.operations).toEqual([{ kind: 'create-ci', gpu: 0, giStart: 4, giProfile: '3g.20gb', profile: fullCi(findGiProfile(a100, '3g.20gb')).name, profileId: fullCi(findGiProfile(a100, '3g.20gb')).id }]);
+    expect(outcome.plan.destroyedGpuInstances).toBe(0);
+    // A complete layout needs nothing.
+    const whole = planLayout(current, layout);
+    expect(whole.ok && whole.plan.operations).toEqual([]);
   });
 });

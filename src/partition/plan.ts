@@ -323,10 +323,13 @@ export function planLayout(current: CurrentGpu, layout: readonly LayoutSlot[] | 
     const pl = gi.placements.find((p) => p.start === slot.start);
     if (!pl) return { ok: false, gpu, reason: `${slot.profile} cannot start at ${slot.start} on ${model.name}` };
     placed.push({ profile: gi, start: slot.start, size: pl.size });
-    if (current.instances.some((i) => i.start === slot.start && i.profile.name === slot.profile)) continue;
+    const have = current.instances.find((i) => i.start === slot.start && i.profile.name === slot.profile);
+    // A GPU instance kept without any compute instance (a re-partition stopped between the two
+    // creates) holds no device a job could use: it gets its compute instance now.
+    if (have && have.computeInstances.length > 0) continue;
     const full = ciProfilesOf(gi).find((c) => c.isDefault);
     if (!full) return { ok: false, gpu, reason: `${model.name} ${gi.name} has no compute instance profile` };
-    ops.push({ kind: 'create-gi', gpu, profile: gi.name, profileId: gi.id, start: slot.start, size: pl.size });
+    if (!have) ops.push({ kind: 'create-gi', gpu, profile: gi.name, profileId: gi.id, start: slot.start, size: pl.size });
     ops.push({ kind: 'create-ci', gpu, giStart: slot.start, giProfile: gi.name, profile: full.name, profileId: full.id });
   }
   const kept = current.instances.filter(keep).map((gi) => ({ id: gi.id, profile: gi.profile.name, start: gi.start, size: gi.size }));
