@@ -61,4 +61,29 @@ describe('a GPU instance left without its compute instance', () => {
     expect((await gpu.listComputeInstances(0)).map((c) => c.gpuInstanceId).sort()).toEqual(gis.map((g) => g.id).sort());
     expect(lines.filter((l) => l.includes('has no instance at'))).toEqual([]);
   });
+
+  it("after a compute instance create that failed, is completed once the GPU's back-off ends, and its job runs there", { timeout: 30_000 }, async () => {
+    const machine = SimulatedMachine.create(parseSimulateSpec('1xA100-SXM4-40GB'), 1, '1xA100-SXM4-40GB');
+    const gpu = new SimulatedGpuPort(machine);
+    // The policy's first cut of the GPU creates the first GPU instance, then its compute instance fails.
+    machine.injectFault({ operation: 'createComputeInstance', gpu: 0, kind: 'unknown', message: 'Unknown Error' });
+    const dir = mkdtempSync(join(tmpdir(), 'migpool-half-made-'));
+    dirs.push(dir);
+    const store = await openSqliteStore(join(dir, 'migpool.db'));
+    await store.init();
+    const lines: string[] = [];
+    const service = new PoolServiceImpl({ store, executor: createLocalExecutor({ pollMs: 50, graceSeconds: 1 }), gpu, policy: parsePolicy('migpool'), dataDir: dir, tickMs: 100, log: (l) => lines.push(l) });
+    services.push({ service, store });
+    await service.start();
+    const job = await service.submit({ name: 'three', command: ['sleep', '0.2'], resources: { profile: '3g.20gb' }, estimatedSeconds: 1 });
+    const t0 = Date.now();
+    while ((await service.getJob(job.id))?.state !== 'succeeded' && Date.now() - t0 < 20_000) await sleep(100);
+    expect(await service.getJob(job.id)).toMatchObject({ state: 'succeeded', placement: { kind: 'instance', gpu: 0, profile: '3g.20gb' } });
+    expect((await service.events(0)).map((e) => e.type)).toContain('gpu-reconfigure-failed');
+    const gis = await gpu.listGpuInstances(0);
+    expect((await gpu.listComputeInstances(0)).map((c) => c.gpuInstanceId).sort()).toEqual(gis.map((g) => g.id).sort());
+    expect(lines.filter((l) => l.includes('has no instance at'))).toEqual([]);
+    // Said once per try, not at every pass of the back-off.
+    expect(lines.filter((l) => l.includes('without a compute instance')).length).toBeLessThanOrEqual(2);
+  });
 });

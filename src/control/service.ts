@@ -655,6 +655,8 @@ export class PoolServiceImpl implements PoolService {
   private async completeInstances(): Promise<void> {
     for (const [id, g] of this.gpusFound.entries()) {
       if (this.reconfiguring.has(g.index) || g.current.instances.every((i) => g.ciUuids.has(i.start))) continue;
+      // After a failure the GPU waits out its back-off (said once, by repartitionFailed).
+      if ((this.repartitionFailures.get(g.index)?.until ?? 0) > this.o.now()) continue;
       this.o.log?.(`GPU ${g.index}: GPU instances without a compute instance (${g.current.instances.filter((i) => !g.ciUuids.has(i.start)).map((i) => `${i.profile.name}@${i.start}`).join(', ')}): creating them`);
       await this.apply({ kind: 'repartition', gpu: id, layout: g.current.instances.map((i) => ({ profile: i.profile.name, start: i.start })) });
     }
@@ -878,7 +880,9 @@ export class PoolServiceImpl implements PoolService {
         if (!rec || rec.state !== 'queued' || this.cancelsReceived.has(rec.id) || !g) return false;
         const inst = g.current.instances.find((i) => i.start === d.start);
         const uuid = g.ciUuids.get(d.start);
-        if (!inst || !uuid) throw new MigpoolError('RUNTIME', `GPU ${g.index} has no instance at ${d.start} for job ${d.job}`);
+        if (!inst) throw new MigpoolError('RUNTIME', `GPU ${g.index} has no instance at ${d.start} for job ${d.job}`);
+        // No compute instance yet (completeInstances creates it once the GPU's back-off allows): no device to give.
+        if (!uuid) return false;
         // Still held (a preempted job stops within its grace period): the next pass places the job.
         if (this.occupants().instances.has(`${g.index}|${d.start}`)) return false;
         const spec = this.specs.get(rec.id);
