@@ -49,7 +49,7 @@ describe('clearing a MIG GPU in the live service', () => {
     // first threshold and their minimum run within seconds.
     const lines: string[] = [];
     const policy = migpoolPolicy({ thresholds: [2, 4], minRunSeconds: 1 });
-    const service = new PoolServiceImpl({ store, executor: createLocalExecutor({ pollMs: 50, graceSeconds: 1 }), gpu: new SimulatedGpuPort(machine), policy, dataDir: dir, tickMs: 100, reconfigureSeconds: 1, minRunBeforePreemptSeconds: 0, log: (l) => lines.push(l) });
+    const service = new PoolServiceImpl({ store, executor: createLocalExecutor({ pollMs: 50, graceSeconds: 5 }), gpu: new SimulatedGpuPort(machine), policy, dataDir: dir, tickMs: 100, reconfigureSeconds: 1, minRunBeforePreemptSeconds: 0, log: (l) => lines.push(l) });
     await service.start();
     cleanup = async () => {
       for (const j of await service.listJobs({ states: ['running', 'starting', 'queued'] })) await service.cancel(j.id);
@@ -61,7 +61,10 @@ describe('clearing a MIG GPU in the live service', () => {
     };
     const sleep = (ms: number) => [node, '-e', `setTimeout(() => {}, ${ms})`];
     const x = await service.submit({ name: 'X', command: sleep(60_000), workload: 'large', resources: { gpus: 2 } });
-    const smalls = await service.submitMany(Array.from({ length: 7 }, (_, i) => ({ name: `S${i}`, command: sleep(15_000), workload: 'small', preemptible: true })));
+    // The small jobs take 2 s to checkpoint when stopped: W waits that long, long enough for the
+    // service's pending reasons (refreshed once a second) to say why.
+    const checkpointing = [node, '-e', 'process.on("SIGTERM", () => setTimeout(() => process.exit(0), 2000)); setTimeout(() => {}, 15000)'];
+    const smalls = await service.submitMany(Array.from({ length: 7 }, (_, i) => ({ name: `S${i}`, command: checkpointing, workload: 'small', preemptible: true })));
     const ids = new Set(smalls.map((s) => s.id));
     // The small jobs run on slices of a MIG GPU.
     const mig = await until('small jobs on slices', async () => {
