@@ -114,3 +114,23 @@ describe('huge files', () => {
     expect((await cli('status', '--json', ...box)).out).toContain('"disabled"');
   });
 });
+
+describe('simulate: numbers that would take minutes and gigabytes', () => {
+  const fleet = ['--fleet', '1xA100-SXM4-40GB', '--policies', 'exclusive'];
+
+  it('refuses --limit over 500000 for the generated traces, and --seeds over 1000, before running anything', async () => {
+    // --limit 100000000 had taken 4 GB within a minute, still generating; --seeds 100000 2.7 GB.
+    refused(await cli('simulate', '--trace', 'synthetic', '--limit', '100000000', ...fleet), /^migpool: --limit 100000000: the synthetic trace makes at most 500000 jobs \(six times the Philly trace\); give a smaller --limit$/);
+    refused(await cli('simulate', '--trace', 'deeppool', '--limit', '500001', ...fleet), /^migpool: --limit 500001: the deeppool trace makes at most 500000 jobs/);
+    refused(await cli('simulate', '--trace', 'synthetic', '--limit', '5', '--seeds', '100000', ...fleet), /^migpool: --seeds 100000 is over the limit of 1000 .*; give fewer seeds$/);
+    const r = await cli('simulate', '--trace', 'synthetic', '--limit', '5', '--seeds', '3', ...fleet, '--json');
+    expect(r.code).toBe(0);
+    expect((JSON.parse(r.out) as { seeds: number }).seeds).toBe(3);
+  });
+
+  it('refuses a trace row of 1e308 seconds (it gave UTIL NaN%)', async () => {
+    const csv = join(dir, 'forever.csv');
+    writeFileSync(csv, 'arrival,workload,gpus,duration\n0,small,1,100\n0,small,1,1e308\n');
+    refused(await cli('simulate', '--trace', csv, ...fleet), /^migpool: .*forever\.csv:3: field 'duration': 1e308 seconds is over the limit of 1000000000 \(31\.7 years\); give the job's seconds alone on one whole GPU$/);
+  });
+});
