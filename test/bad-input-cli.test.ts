@@ -134,3 +134,15 @@ describe('simulate: numbers that would take minutes and gigabytes', () => {
     refused(await cli('simulate', '--trace', csv, ...fleet), /^migpool: .*forever\.csv:3: field 'duration': 1e308 seconds is over the limit of 1000000000 \(31\.7 years\); give the job's seconds alone on one whole GPU$/);
   });
 });
+
+describe('advise', () => {
+  it('refuses a job weight of 1e308 (it printed "Infinity whole-GPU equivalents", gap NaN%)', async () => {
+    const jobs = join(dir, 'weights.txt');
+    writeFileSync(jobs, 'small,2,1e308\nmedium,1,1e308\n');
+    refused(await cli('advise', '--gpu', 'A100-SXM4-40GB', '--count', '2', '--jobs', jobs), /^migpool: .*weights\.txt:1: weight 1e308 is over the limit of 1000000; weights are relative, so scale them all down$/);
+    writeFileSync(jobs, 'small,2,1000000\nmedium,1,1\n');
+    const r = await cli('advise', '--gpu', 'A100-SXM4-40GB', '--count', '2', '--jobs', jobs, '--json');
+    expect(r.code).toBe(0);
+    expect(Number.isFinite((JSON.parse(r.out) as { objective: number }).objective)).toBe(true);
+  });
+});
