@@ -146,3 +146,18 @@ describe('advise', () => {
     expect(Number.isFinite((JSON.parse(r.out) as { objective: number }).objective)).toBe(true);
   });
 });
+
+describe('YAML files of the Slurm and Kubernetes commands', () => {
+  it('slurm plan refuses a site file over 1 MiB before parsing it (21 MB ran for over a minute)', async () => {
+    const nodes = join(dir, 'nodes.yaml');
+    writeFileSync(nodes, `nodes:\n${Array.from({ length: 30_000 }, (_, i) => `  gpu${String(i).padStart(5, '0')}: {gpu: A100-SXM4-40GB, count: 8}\n`).join('')}`);
+    refused(await cli('slurm', 'plan', '--nodes', nodes), /^migpool: --nodes .*nodes\.yaml: 1\d{6} bytes, over the limit of 1048576 \(1 MiB, some 20,000 nodes\); give the site file that lists the GPU nodes$/);
+  });
+
+  it('k8s manifest refuses a YAML alias bomb in one line (it printed a ReferenceError stack)', async () => {
+    const levels = ['a: &a [x, x, x, x, x, x, x, x, x]', ...'bcdefgh'.split('').map((c, i) => `${c}: &${c} [${Array(9).fill(`*${'abcdefgh'[i]}`).join(', ')}]`)];
+    const bomb = join(dir, 'bomb.yaml');
+    writeFileSync(bomb, `${levels.join('\n')}\nname: x\ncommand: [python]\n`);
+    refused(await cli('k8s', 'manifest', bomb, '--image', 'registry.example.com/migpool:0.1.0'), /^migpool: .*bomb\.yaml: not valid YAML: Excessive alias count indicates a resource exhaustion attack; write the values out instead of aliases$/);
+  });
+});
