@@ -58,6 +58,11 @@ describe('paths that are the wrong kind of file', () => {
     expect(readFileSync(file, 'utf8')).toBe('my notes\n');
   });
 
+  it('apply -f and slurm plan --nodes naming a directory, however large the directory (its size is no file size)', async () => {
+    refused(await cli('apply', '-f', tmpdir(), '-c', 'x'), /^migpool: cannot read config file '.*': EISDIR; give a mig-parted config file \(YAML\)$/);
+    refused(await cli('slurm', 'plan', '--nodes', tmpdir()), /^migpool: --nodes .*: cannot read it \(EISDIR\); give the site file that lists the GPU nodes$/);
+  });
+
   it('simulate --trace naming a directory', async () => {
     refused(
       await cli('simulate', '--trace', dir, '--fleet', '1xA100-SXM4-40GB', '--policies', 'exclusive'),

@@ -144,8 +144,9 @@ const MAX_SITE_FILE_BYTES = 1024 * 1024;
 export function loadSiteFile(path: string): SiteNode[] {
   let text: string;
   try {
-    const size = statSync(path).size;
-    if (size > MAX_SITE_FILE_BYTES) throw badInput(`--nodes ${path}: ${size} bytes, over the limit of ${MAX_SITE_FILE_BYTES} (1 MiB, some 20,000 nodes); give the site file that lists the GPU nodes`);
+    const stat = statSync(path);
+    const size = stat.size;
+    if (stat.isFile() && size > MAX_SITE_FILE_BYTES) throw badInput(`--nodes ${path}: ${size} bytes, over the limit of ${MAX_SITE_FILE_BYTES} (1 MiB, some 20,000 nodes); give the site file that lists the GPU nodes`);
     text = readFileSync(path, 'utf8');
   } catch (e) {
     if (e instanceof MigpoolError) throw e;
