@@ -166,3 +166,18 @@ describe('YAML files of the Slurm and Kubernetes commands', () => {
     refused(await cli('k8s', 'manifest', bomb, '--image', 'registry.example.com/migpool:0.1.0'), /^migpool: .*bomb\.yaml: not valid YAML: Excessive alias count indicates a resource exhaustion attack; write the values out instead of aliases$/);
   });
 });
+
+describe('an apply journal edited by hand', () => {
+  it('is refused as damaged before anything changes (a null operation printed a TypeError stack)', async () => {
+    const stateDir = mkdtempSync(join(dir, 'state-'));
+    const box = ['--simulate', '2xA100-SXM4-40GB', '--state-dir', stateDir];
+    expect((await cli('sim', 'reset', ...box)).code).toBe(0);
+    const machine = readFileSync(join(stateDir, 'simulated-machine.json'), 'utf8');
+    const journal = join(stateDir, 'apply-journal.json');
+    for (const text of ['{"version":1,"target":"x","startedAt":"y","operations":[null]}', '{"version":1,"operations":[{"op":{"kind":"create-gi","gpu":0},"status":"running"}]}']) {
+      writeFileSync(journal, text);
+      refused(await cli('apply', '-f', DEFAULTS, '-c', 'all-balanced', ...box), /^migpool: the apply journal .*apply-journal\.json is damaged; check the GPUs with 'migpool status', then delete it$/);
+      expect(readFileSync(join(stateDir, 'simulated-machine.json'), 'utf8')).toBe(machine);
+    }
+  });
+});
