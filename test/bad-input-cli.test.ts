@@ -181,3 +181,15 @@ describe('an apply journal edited by hand', () => {
     }
   });
 });
+
+describe('burst-plan network flags', () => {
+  it('refuses a bandwidth or latency that overflows the cost model (--bandwidth 1e-308 printed "Infinity" ms)', async () => {
+    const plan = (...flags: string[]) => cli('burst-plan', '--model', 'vgg16', '--gpus', '8', '--global-batch', '256', ...flags);
+    refused(await plan('--bandwidth', '1e-308'), /^migpool: --bandwidth must be a number of at least 0\.001, got '1e-308'$/);
+    refused(await plan('--bandwidth', '1e308'), /^migpool: --bandwidth must be at most 100000, got '1e308'$/);
+    refused(await plan('--latency', '1e308'), /^migpool: --latency must be at most 1000000, got '1e308'$/);
+    const slow = await plan('--bandwidth', '0.001');
+    expect(slow.code).toBe(0);
+    expect(slow.out).not.toMatch(/Infinity|NaN/);
+  });
+});
