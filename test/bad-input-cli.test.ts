@@ -193,3 +193,9 @@ describe('burst-plan network flags', () => {
     expect(slow.out).not.toMatch(/Infinity|NaN/);
   });
 });
+
+describe('flags that did nothing', () => {
+  it('workloads --workload without a service store is refused, not ignored (it printed the built-in fit and exit 0)', async () => {
+    refused(await cli('workloads', '--fit', '--workload', 'mine.yaml'), /^migpool: --workload mine\.yaml goes with --fit and --data-dir or --database \(what a service learned of it\): migpool workloads --fit --data-dir DIR --workload FILE\.yaml$/);
+  });
+});
