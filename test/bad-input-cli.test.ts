@@ -195,6 +195,13 @@ describe('burst-plan network flags', () => {
 });
 
 describe('flags that did nothing', () => {
+  it('bench --simulate with --command or --simulate-gpus is refused, not a model answer that ran nothing', async () => {
+    const bench = (...flags: string[]) => cli('bench', '--simulate', '--gpu', 'A100-SXM4-40GB', '--workload', 'small', ...flags);
+    refused(await bench('--command', 'python train.py'), /^migpool: --command runs a real program and --simulate runs nothing: give one of them/);
+    refused(await bench('--simulate-gpus', '1xA100-SXM4-40GB'), /^migpool: --simulate-gpus is for a real run of --command on a simulated machine; --simulate answers from the model: give one of them$/);
+    expect((await bench('--configs', '1xfull')).code).toBe(0);
+  });
+
   it('workloads --workload without a service store is refused, not ignored (it printed the built-in fit and exit 0)', async () => {
     refused(await cli('workloads', '--fit', '--workload', 'mine.yaml'), /^migpool: --workload mine\.yaml goes with --fit and --data-dir or --database \(what a service learned of it\): migpool workloads --fit --data-dir DIR --workload FILE\.yaml$/);
   });
