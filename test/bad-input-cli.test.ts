@@ -206,3 +206,23 @@ describe('flags that did nothing', () => {
     refused(await cli('workloads', '--fit', '--workload', 'mine.yaml'), /^migpool: --workload mine\.yaml goes with --fit and --data-dir or --database \(what a service learned of it\): migpool workloads --fit --data-dir DIR --workload FILE\.yaml$/);
   });
 });
+
+describe('two applies at once on one machine', () => {
+  it('the second is refused while the first runs (both had reported success, and the first layout was lost)', { timeout: 30_000 }, async () => {
+    const stateDir = mkdtempSync(join(dir, 'state-'));
+    const box = ['--simulate', '2xA100-SXM4-40GB', '--state-dir', stateDir];
+    const hooks = join(dir, 'slow-hooks.yaml');
+    writeFileSync(hooks, 'version: v1\nhooks:\n  pre-apply-config:\n    - workdir: /tmp\n      command: /bin/sleep\n      args: ["2"]\n');
+    expect((await cli('sim', 'reset', ...box)).code).toBe(0);
+    const first = cli('apply', '-f', DEFAULTS, '-c', 'all-1g.5gb', '-k', hooks, ...box);
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    const second = await cli('apply', '-f', DEFAULTS, '-c', 'all-3g.20gb', ...box);
+    expect(second.code).toBe(3);
+    expect(second.err).toBe(`migpool: another apply or restore is changing the GPUs of ${stateDir}; wait for it to end, then run this again\n`);
+    expect((await cli('restore', '-f', join(dir, 'no-such-checkpoint.json'), ...box)).code).toBe(3);
+    expect((await first).code).toBe(0);
+    expect((await cli('assert', '-f', DEFAULTS, '-c', 'all-1g.5gb', ...box)).code).toBe(0);
+    expect((await cli('apply', '-f', DEFAULTS, '-c', 'all-3g.20gb', ...box)).code).toBe(0);
+    expect((await cli('assert', '-f', DEFAULTS, '-c', 'all-3g.20gb', ...box)).code).toBe(0);
+  });
+});
