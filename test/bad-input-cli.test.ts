@@ -226,3 +226,24 @@ describe('two applies at once on one machine', () => {
     expect((await cli('assert', '-f', DEFAULTS, '-c', 'all-3g.20gb', ...box)).code).toBe(0);
   });
 });
+
+describe('restore stopped part way by a failing GPU', () => {
+  it('says to run restore (not apply) again, and running it again finishes', async () => {
+    const stateDir = mkdtempSync(join(dir, 'state-'));
+    const box = ['--simulate', '2xA100-SXM4-40GB', '--state-dir', stateDir];
+    const checkpoint = join(dir, 'balanced.json');
+    expect((await cli('sim', 'reset', ...box)).code).toBe(0);
+    expect((await cli('apply', '-f', DEFAULTS, '-c', 'all-balanced', ...box)).code).toBe(0);
+    expect((await cli('checkpoint', '-f', checkpoint, ...box)).code).toBe(0);
+    expect((await cli('apply', '-f', DEFAULTS, '-c', 'all-disabled', ...box)).code).toBe(0);
+    const file = join(stateDir, 'simulated-machine.json');
+    const state = JSON.parse(readFileSync(file, 'utf8')) as { faults: unknown[] };
+    state.faults.push({ operation: 'createGpuInstance', gpu: 1, kind: 'insufficient-resources' });
+    writeFileSync(file, JSON.stringify(state));
+    const failed = await cli('restore', '-f', checkpoint, ...box);
+    expect(failed.code).toBe(3);
+    expect(failed.err).toMatch(/^migpool: GPU 1: create GPU instance: injected insufficient-resources failure; \d+ of \d+ operations done, \d+ not started; run restore again to finish \(journal: .*\)\n$/);
+    expect((await cli('restore', '-f', checkpoint, ...box)).code).toBe(0);
+    expect((await cli('assert', '-f', DEFAULTS, '-c', 'all-balanced', ...box)).code).toBe(0);
+  });
+});

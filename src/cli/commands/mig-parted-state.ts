@@ -94,6 +94,7 @@ export function registerMigPartedState(program: Command, io: Io): void {
         env,
         (runPoint) =>
           executePlans(port, plans, `${file} (restore)`, journal, {
+            failureAdvice: 'run restore again to finish',
             beforeMode: () => runPoint('pre-apply-mode'),
             beforeConfig: () => runPoint('pre-apply-config'),
             debug: debug.log,
