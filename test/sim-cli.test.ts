@@ -35,6 +35,11 @@ describe('migpool sim attach', () => {
     expect(r.code).toBe(2);
     expect(r.err).toMatch(/--gi and --ci: GPU 0 is in MIG mode/);
     const gi = (JSON.parse(readFileSync(join(dir, 'simulated-machine.json'), 'utf8')) as { gpus: { gpuInstances: { id: number; computeInstances: { id: number }[] }[] }[] }).gpus[0]!.gpuInstances[0]!;
+    // A MIG device that does not exist was a device failure (exit 3: 'no MIG device GI 5 CI 0 to run on').
+    const missing = await cli('sim', 'attach', '--gpu', '0', '--gi', '5', '--ci', '0', ...box);
+    expect(missing.code).toBe(2);
+    expect(missing.err).toBe('migpool: --gi 5 --ci 0: GPU 0 has no such MIG device; give one of --gi 1 --ci 0, --gi 2 --ci 0\n');
+    expect(processes()).toEqual([]);
     expect((await cli('sim', 'attach', '--gpu', '0', '--gi', String(gi.id), '--ci', String(gi.computeInstances[0]!.id), ...box)).code).toBe(0);
     expect(processes()).toHaveLength(1);
   });

@@ -13,8 +13,8 @@ export interface DataDirLock {
  * folder share one lock. The kernel frees the name when its process dies, kill -9 included, so
  * no lock outlives its service.
  */
-export function lockName(dataDir: string): string {
-  return `\0migpool-serve-${createHash('sha256').update(realpathSync(dataDir)).digest('hex').slice(0, 40)}`;
+export function lockName(dataDir: string, purpose: 'serve' | 'apply' = 'serve'): string {
+  return `\0migpool-${purpose}-${createHash('sha256').update(realpathSync(dataDir)).digest('hex').slice(0, 40)}`;
 }
 
 /**
@@ -22,11 +22,11 @@ export function lockName(dataDir: string): string {
  * the same moment, one gets it and the other is told no (null). server.json alone cannot say it:
  * it is written once the service listens, seconds after the first pass may have started jobs.
  */
-export async function lockDataDir(dataDir: string): Promise<DataDirLock | null> {
+export async function lockDataDir(dataDir: string, purpose: 'serve' | 'apply' = 'serve'): Promise<DataDirLock | null> {
   const server: Server = createServer((socket) => socket.destroy());
   const taken = await new Promise<boolean>((resolve, reject) => {
     server.once('error', (e: NodeJS.ErrnoException) => (e.code === 'EADDRINUSE' ? resolve(false) : reject(e)));
-    server.listen(lockName(dataDir), () => resolve(true));
+    server.listen(lockName(dataDir, purpose), () => resolve(true));
   });
   if (!taken) return null;
   server.unref();

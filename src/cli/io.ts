@@ -53,8 +53,9 @@ export function readUserText(path: string, what: string, fix: string, limit?: { 
   const tooBig = (size: number) => badInput(`${what} '${path}' is ${size} bytes, over the limit of ${limit?.bytes} (${limit?.why}); ${fix}`);
   let bytes: Buffer;
   try {
-    // A file is measured before it is read; stdin as it is read.
-    if (limit !== undefined && path !== '-' && statSync(path).size > limit.bytes) throw tooBig(statSync(path).size);
+    // A file is measured before it is read; stdin as it is read (a directory fails in the read).
+    const stat = limit !== undefined && path !== '-' ? statSync(path) : null;
+    if (stat?.isFile() && stat.size > (limit?.bytes ?? Infinity)) throw tooBig(stat.size);
     bytes = readFileSync(path === '-' ? 0 : path);
   } catch (e) {
     if (e instanceof MigpoolError) throw e;

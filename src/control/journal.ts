@@ -32,7 +32,7 @@ export class JournalFile {
     }
     try {
       const j = JSON.parse(text) as ApplyJournal;
-      if (j.version !== 1 || !Array.isArray(j.operations)) throw new Error('not a journal');
+      if (!isJournal(j)) throw new Error('not a journal');
       return j;
     } catch {
       throw new MigpoolError('BAD_INPUT', `the apply journal ${this.path} is damaged; check the GPUs with 'migpool status', then delete it`);
@@ -53,6 +53,23 @@ export class JournalFile {
   clear(): void {
     rmSync(this.path, { force: true });
   }
+}
+
+/** Whether a parsed journal has every field the next apply reads (a hand-edited one may not). */
+function isJournal(j: unknown): j is ApplyJournal {
+  const o = j as Partial<ApplyJournal> | null;
+  return (
+    typeof o === 'object' &&
+    o !== null &&
+    o.version === 1 &&
+    typeof o.target === 'string' &&
+    typeof o.startedAt === 'string' &&
+    Array.isArray(o.operations) &&
+    o.operations.every((x: unknown) => {
+      const e = x as { op?: { kind?: unknown; gpu?: unknown }; status?: unknown } | null;
+      return typeof e === 'object' && e !== null && typeof e.status === 'string' && typeof e.op === 'object' && e.op !== null && typeof e.op.kind === 'string' && typeof e.op.gpu === 'number';
+    })
+  );
 }
 
 /** One line about an interrupted apply, for the next one to report. */

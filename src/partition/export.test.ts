@@ -38,7 +38,7 @@ describe('exportMigPartedConfig: mig-parted export merge rules', () => {
   it('merges 30,000 GPUs in seconds (merging sorted lists GPU by GPU took minutes: advise --count 100000 ran over 5 minutes)', { timeout: 10_000 }, () => {
     const n = 30_000;
     const gpus = Array.from({ length: n }, (_, i) => gpu(i, i % 2 === 0 ? A100_40 : A100_80, i % 3 === 0 ? null : { '3g.20gb': 2 }));
-    const [disabled, enabled] = entries(gpus);
+    const [disabled, enabled] = entries(gpus) ?? [];
     expect(disabled).toMatchObject({ 'device-filter': ['0x20B010DE', '0x20B210DE'], 'mig-enabled': false });
     expect(disabled?.devices).toEqual(Array.from({ length: n / 3 }, (_, k) => 3 * k));
     expect(enabled?.devices).toHaveLength(n - n / 3);

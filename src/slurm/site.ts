@@ -20,10 +20,10 @@
  *   gpu01: {gpu: A100-SXM4-40GB, count: 8}
  * ```
  */
-import { readFileSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
 import YAML from 'yaml';
 import { z } from 'zod';
-import { badInput } from '../errors.js';
+import { badInput, MigpoolError } from '../errors.js';
 import { firstIssue, overLimit, plainWords } from '../schema-words.js';
 import { resolveGpuModel } from '../mig/catalog/index.js';
 import type { GpuModel } from '../mig/types.js';
@@ -134,11 +134,22 @@ export function parseSiteFile(text: string, where: string, env: NodeJS.ProcessEn
   });
 }
 
+/**
+ * The largest site file read: 1 MiB, some 20,000 nodes at 50 bytes a line. The yaml package
+ * compares each key of a mapping with every earlier one (its duplicate-key check), so `nodes:` of
+ * 400,000 entries (21 MB) ran for over a minute; 1 MiB (23,000 nodes) took 6 s on a busy machine.
+ */
+const MAX_SITE_FILE_BYTES = 1024 * 1024;
+
 export function loadSiteFile(path: string): SiteNode[] {
   let text: string;
   try {
+    const stat = statSync(path);
+    const size = stat.size;
+    if (stat.isFile() && size > MAX_SITE_FILE_BYTES) throw badInput(`--nodes ${path}: ${size} bytes, over the limit of ${MAX_SITE_FILE_BYTES} (1 MiB, some 20,000 nodes); give the site file that lists the GPU nodes`);
     text = readFileSync(path, 'utf8');
   } catch (e) {
+    if (e instanceof MigpoolError) throw e;
     throw badInput(`--nodes ${path}: cannot read it (${(e as NodeJS.ErrnoException).code ?? (e as Error).message}); give the site file that lists the GPU nodes`);
   }
   return parseSiteFile(text, path);

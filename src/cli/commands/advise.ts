@@ -50,10 +50,18 @@ function wholeNumber(text: string, where: string, what: string): number {
   return Number(text.trim());
 }
 
+/**
+ * The largest job weight. Weights are relative; with up to MAX_JOBS jobs, weights up to 10^6 keep
+ * the objective under 10^12, far below the cost HiGHS treats as infinite (10^20, its
+ * `infinite_cost` option). A weight of 1e308 made the throughput "Infinity" and the gap "NaN%".
+ */
+const MAX_WEIGHT = 1e6;
+
 function weightOf(text: string | undefined, where: string): number {
   if (text === undefined || text.trim() === '') return 1;
   const w = decimalValue(text);
   if (!Number.isFinite(w) || w < 0) throw badInput(`${where}: weight must be a non-negative number, got '${text}'`);
+  if (w > MAX_WEIGHT) throw badInput(`${where}: weight ${text.trim()} is over the limit of ${MAX_WEIGHT}; weights are relative, so scale them all down`);
   return w;
 }
 

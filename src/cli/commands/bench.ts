@@ -101,6 +101,9 @@ function benchSimulated(opts: BenchOptions, io: Io): void {
   if (!opts.gpu) throw badInput('--simulate needs --gpu MODEL, e.g. --gpu A100-SXM4-40GB');
   if (!opts.workload) throw badInput(`--simulate needs --workload NAME or --workload FILE.yaml, e.g. --workload small (--command runs a real program; drop --simulate for that)`);
   if (opts.out) throw badInput('--out writes measured points; it needs a real run, not --simulate');
+  // These run a program; --simulate answers from the model and ran nothing, silently.
+  if (opts.command !== undefined) throw badInput('--command runs a real program and --simulate runs nothing: give one of them (--simulate-gpus runs the program on a simulated machine)');
+  if (opts.simulateGpus !== undefined) throw badInput('--simulate-gpus is for a real run of --command on a simulated machine; --simulate answers from the model: give one of them');
   const model = resolveGpuModel(opts.gpu);
   const workload = loadWorkload(opts.workload);
   const configs = opts.configs ? parseBenchConfigs(opts.configs, model) : defaultConfigs(model);

@@ -39,11 +39,22 @@ function wholeNumber(value: string, flag: string, min: number): number {
   return Number(value);
 }
 
-function number(value: string, flag: string, min: number, strict = false): number {
+function number(value: string, flag: string, min: number, strict = false, max = Infinity): number {
   const n = decimalValue(value);
   if (!Number.isFinite(n) || n < min || (strict && n === min)) throw badInput(`${flag} must be a number ${strict ? 'above' : 'of at least'} ${min}, got '${value}'`);
+  if (n > max) throw badInput(`${flag} must be at most ${max}, got '${value}'`);
   return n;
 }
+
+/**
+ * Bounds of the network flags, past which the cost model's times overflow (--bandwidth 1e-308
+ * printed a data-parallel iteration of "Infinity" ms). 0.001 GB/s (1 MB/s) is slower than any
+ * network a GPU cluster uses; 100,000 GB/s is 50 times NVLink 5's 1,800 GB/s per GPU (NVIDIA's
+ * Blackwell datasheet). A latency of 1 s per transfer is beyond any interconnect.
+ */
+const MIN_BANDWIDTH_GBPS = 0.001;
+const MAX_BANDWIDTH_GBPS = 100_000;
+const MAX_LATENCY_US = 1_000_000;
 
 function list(value: string, flag: string): string[] {
   const items = value.split(',').map((s) => s.trim());
@@ -61,8 +72,8 @@ function networkOf(opts: NetworkFlags): { amplification: number; network: Networ
   return {
     amplification: opts.amplification === undefined ? DEFAULT_AMPLIFICATION : number(opts.amplification, '--amplification', 1),
     network: {
-      bandwidthGBps: opts.bandwidth === undefined ? DEFAULT_NETWORK.bandwidthGBps : number(opts.bandwidth, '--bandwidth', 0, true),
-      latencyUs: opts.latency === undefined ? DEFAULT_NETWORK.latencyUs : number(opts.latency, '--latency', 0),
+      bandwidthGBps: opts.bandwidth === undefined ? DEFAULT_NETWORK.bandwidthGBps : number(opts.bandwidth, '--bandwidth', MIN_BANDWIDTH_GBPS, false, MAX_BANDWIDTH_GBPS),
+      latencyUs: opts.latency === undefined ? DEFAULT_NETWORK.latencyUs : number(opts.latency, '--latency', 0, false, MAX_LATENCY_US),
     },
   };
 }

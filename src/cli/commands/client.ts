@@ -51,7 +51,14 @@ export async function readSpecFile(file: string): Promise<SpecFromFile[]> {
         const pos = problem.linePos?.[0];
         throw badInput(`${file}${pos ? `:${pos.line}:${pos.col}` : ''}: not valid YAML: ${problem.message.split('\n')[0]}`);
       }
-      const value: unknown = doc.toJS();
+      let value: unknown;
+      try {
+        value = doc.toJS();
+      } catch (e) {
+        // An alias bomb: the yaml package stops past 100 alias expansions (maxAliasCount).
+        if (e instanceof ReferenceError) throw badInput(`${file}: not valid YAML: ${e.message}; write the values out instead of aliases`);
+        throw e;
+      }
       if (value !== null && value !== undefined) values.push(value);
     }
   }

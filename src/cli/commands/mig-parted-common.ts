@@ -3,7 +3,11 @@
  * restore) share: `-d/--debug`, reading the files the user names, the hooks file, and --force's
  * way of ending processes.
  */
+import { mkdirSync } from 'node:fs';
 import type { Command } from 'commander';
+import { badInput, MigpoolError } from '../../errors.js';
+import { lockDataDir } from '../data-dir-lock.js';
+import { stateDirOf, type DeviceOptions } from '../device.js';
 import type { GpuPort, GpuProcess } from '../../gpu/port.js';
 import { SimulatedGpuPort } from '../../gpu/simulated/driver.js';
 import { checkHooksRunnable, type RunHooksOptions } from '../../exec/hooks-runner.js';
@@ -76,4 +80,26 @@ export function processStopperOf(port: GpuPort): ((processes: readonly GpuProces
     port.persist();
     return Promise.resolve();
   };
+}
+
+/**
+ * Runs `body` (an apply or restore) holding the state directory. Two at once on one machine both
+ * read the GPUs, then each applied its own plan: on the simulated machine the last to save won,
+ * and the other reported success for a layout that was gone; both wrote the one journal. The lock
+ * is an abstract socket (cli/data-dir-lock.ts), freed by the kernel when the process dies.
+ */
+export async function withApplyLock<T>(opts: DeviceOptions, body: () => Promise<T>): Promise<T> {
+  const dir = stateDirOf(opts);
+  try {
+    mkdirSync(dir, { recursive: true });
+  } catch (e) {
+    throw badInput(`cannot create the state directory ${dir}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}; pass a writable --state-dir`);
+  }
+  const lock = await lockDataDir(dir, 'apply');
+  if (!lock) throw new MigpoolError('RUNTIME', `another apply or restore is changing the GPUs of ${dir}; wait for it to end, then run this again`);
+  try {
+    return await body();
+  } finally {
+    await lock.release();
+  }
 }

@@ -11,7 +11,7 @@ import type { GpuPlan } from '../../partition/plan.js';
 import { openGpuPort, stateDirOf, type DeviceOptions } from '../device.js';
 import { writeJson, writeUserFile, type Io } from '../io.js';
 import { withDeviceOptions } from './status.js';
-import { debugLogOf, hookRunOptions, loadHooks, processStopperOf, readUserFile, withDebugOption } from './mig-parted-common.js';
+import { debugLogOf, hookRunOptions, loadHooks, processStopperOf, readUserFile, withApplyLock, withDebugOption } from './mig-parted-common.js';
 import { boolFlag, stringFlag } from './mig-parted-env.js';
 
 function checkpointFileOf(flag: string | undefined): string {
@@ -61,7 +61,8 @@ export function registerMigPartedState(program: Command, io: Io): void {
     .option('-m, --mode-only', 'only restore the MIG mode (or $MIG_PARTED_MODE_CHANGE_ONLY)')
     .option('--force', 'destroy instances that have processes when the checkpoint needs it (on a simulated machine their processes end first)')
     .option('--json', 'print JSON')
-    .action(async (opts: DeviceOptions & { checkpointFile?: string; hooksFile?: string; modeOnly?: boolean; force?: boolean; json?: boolean }, cmd: Command) => {
+    .action(async (opts: DeviceOptions & { checkpointFile?: string; hooksFile?: string; modeOnly?: boolean; force?: boolean; json?: boolean }, cmd: Command) =>
+      withApplyLock(opts, async () => {
       const debug = debugLogOf(io, cmd);
       const file = checkpointFileOf(opts.checkpointFile);
       debug.log('Parsing checkpoint file...');
@@ -93,6 +94,7 @@ export function registerMigPartedState(program: Command, io: Io): void {
         env,
         (runPoint) =>
           executePlans(port, plans, `${file} (restore)`, journal, {
+            failureAdvice: 'run restore again to finish',
             beforeMode: () => runPoint('pre-apply-mode'),
             beforeConfig: () => runPoint('pre-apply-config'),
             debug: debug.log,
@@ -108,5 +110,5 @@ export function registerMigPartedState(program: Command, io: Io): void {
         if (differences.length === 0) io.out(`restored ${modeOnly ? 'the MIG mode' : 'the MIG state'} of ${plans.length} GPU(s) from ${file}: ${report.done} operations`);
       }
       if (differences.length > 0) throw new MigpoolError('DEVICE', `restore from ${file} did not reach the checkpointed state: ${differences.join('; ')}`, { quiet: opts.json === true });
-    });
+    }));
 }

@@ -11,7 +11,7 @@ import { migPartedHookEnv } from '../../partition/hooks.js';
 import { openGpuPort, stateDirOf, type DeviceOptions } from '../device.js';
 import { writeJson, type Io } from '../io.js';
 import { withDeviceOptions } from './status.js';
-import { debugLogOf, hookRunOptions, loadHooks, processStopperOf, readUserFile, withDebugOption, type DebugLog } from './mig-parted-common.js';
+import { debugLogOf, hookRunOptions, loadHooks, processStopperOf, readUserFile, withApplyLock, withDebugOption, type DebugLog } from './mig-parted-common.js';
 import { boolFlag, stringFlag } from './mig-parted-env.js';
 
 interface ConfigOptions extends DeviceOptions {
@@ -45,7 +45,8 @@ export function registerPartition(program: Command, io: Io): void {
     .option('--dry-run', 'print the plan as the nvidia-smi commands it would run, change nothing')
     .option('--force', 'destroy instances that have processes when the target needs it (names them; on a simulated machine their processes end first)')
     .option('--json', 'print JSON')
-    .action(async (opts: ConfigOptions & { hooksFile?: string; dryRun?: boolean; force?: boolean; modeOnly?: boolean; skipReset?: boolean; json?: boolean }, cmd: Command) => {
+    .action(async (opts: ConfigOptions & { hooksFile?: string; dryRun?: boolean; force?: boolean; modeOnly?: boolean; skipReset?: boolean; json?: boolean }, cmd: Command) =>
+      withApplyLock(opts, async () => {
       const debug = debugLogOf(io, cmd);
       const { file, name, entries } = loadSelection(opts, debug.log);
       const hooksFile = stringFlag(opts.hooksFile, 'MIG_PARTED_HOOKS_FILE', '');
@@ -97,7 +98,7 @@ export function registerPartition(program: Command, io: Io): void {
       }
       for (const n of report.notes) io.out(n);
       io.out(`applied config '${name}' from ${file}: ${report.done} operations`);
-    });
+    }));
 
   withDebugOption(withDeviceOptions(program.command('assert').description('check that a mig-parted config is applied: exit 0 if so, 1 with what differs if not')))
     .option('-f, --config-file <file>', 'mig-parted v1 config file (or $MIG_PARTED_CONFIG_FILE)')

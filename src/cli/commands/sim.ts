@@ -27,6 +27,13 @@ function checkAttach(machine: SimulatedMachine, gpu: number, target: { gpuInstan
     throw badInput(`--gi and --ci: GPU ${gpu} is in MIG mode, where a process runs on a MIG device: name its GPU instance and compute instance IDs (migpool status lists them)`);
   }
   if (info.migMode?.current !== 'enabled' && onDevice) throw badInput(`--gi/--ci: GPU ${gpu} is not in MIG mode, so it has no MIG devices: leave them out to attach to the whole GPU`);
+  if (onDevice) {
+    const devices = machine.listComputeInstances(gpu);
+    if (!devices.some((c) => c.gpuInstanceId === target.gpuInstanceId && c.id === target.computeInstanceId)) {
+      const named = devices.map((c) => `--gi ${c.gpuInstanceId} --ci ${c.id}`);
+      throw badInput(`--gi ${target.gpuInstanceId} --ci ${target.computeInstanceId}: GPU ${gpu} has no such MIG device; ${named.length > 0 ? `give one of ${named.join(', ')}` : "it has none: create some first (migpool apply)"}`);
+    }
+  }
   if (target.usedMemoryMiB > info.memoryMiB) throw badInput(`--memory ${target.usedMemoryMiB}: GPU ${gpu} holds ${info.memoryMiB} MiB; give at most that`);
 }
 

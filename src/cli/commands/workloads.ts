@@ -22,6 +22,10 @@ export function registerWorkloads(program: Command, io: Io): void {
     .option('--workload <file.yaml>', 'a user workload the service was given (repeatable), to show what it learned of it', (v: string, p: string[]) => [...p, v], [])
     .action(async (opts: { fit?: boolean; json?: boolean; dataDir?: string; database?: string; workload: string[] }) => {
       if (!opts.fit && (opts.dataDir !== undefined || opts.database !== undefined)) throw badInput('--data-dir and --database go with --fit: migpool workloads --fit --data-dir DIR');
+      // It names workloads in what a service learned: without a service's store it was ignored.
+      if (opts.workload.length > 0 && opts.dataDir === undefined && opts.database === undefined) {
+        throw badInput(`--workload ${opts.workload[0]} goes with --fit and --data-dir or --database (what a service learned of it): migpool workloads --fit --data-dir DIR --workload FILE.yaml`);
+      }
       const learnedFrom = opts.dataDir !== undefined || opts.database !== undefined ? await readLearned({ ...(opts.dataDir !== undefined ? { dataDir: opts.dataDir } : {}), ...(opts.database !== undefined ? { database: opts.database } : {}) }, serveWorkloads(opts.workload)) : null;
       if (opts.fit) {
         const report = fitReport();

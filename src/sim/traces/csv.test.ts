@@ -37,6 +37,9 @@ describe('parseJobsCsv', () => {
     ['arrival,workload,gpus,duration\n0,small,1,10\n0,tiny,1,10\n', "jobs.csv:3: field 'workload': unknown workload 'tiny'"],
     ['arrival,workload,gpus,duration\n0,small,1.5,10\n', "jobs.csv:2: field 'gpus'"],
     ['arrival,workload,gpus,duration\n0,small,1,0\n', "jobs.csv:2: field 'duration'"],
+    // 1e308 was taken: the report then gave a utilisation of NaN% and a makespan of 1e303 days.
+    ['arrival,workload,gpus,duration\n0,small,1,1e308\n', "jobs.csv:2: field 'duration': 1e308 seconds is over the limit of 1000000000 (31.7 years)"],
+    ['arrival,workload,gpus,duration\n1000000001,small,1,10\n', "jobs.csv:2: field 'arrival': 1000000001 seconds is over the limit of 1000000000 (31.7 years)"],
     ['arrival,workload,gpus,duration,priority\n0,small,1,10,urgent\n', "jobs.csv:2: field 'priority'"],
     ['arrival,workload,gpus,duration,memory\n0,small,1,10,lots\n', "jobs.csv:2: field 'memory'"],
     ['arrival,workload,gpus,duration,profile\n0,small,1,10,9g.1gb\n', "jobs.csv:2: field 'profile'"],

@@ -16,6 +16,13 @@ type Column = (typeof JOBS_CSV_REQUIRED)[number] | (typeof JOBS_CSV_OPTIONAL)[nu
 const KNOWN_PROFILES = new Set(GPU_MODELS.flatMap((m) => m.giProfiles.map((p) => p.name)));
 
 /**
+ * The largest `arrival` and `duration`, in seconds: 10^9 (31.7 years), 200 times the longest job of
+ * the Philly trace (4,628,226 s, 53.6 days; data/traces/philly) and 100 times its span (108 days).
+ * Above it, sums over a trace lose their meaning: a duration of 1e308 gave a utilisation of NaN%.
+ */
+export const MAX_TRACE_SECONDS = 1e9;
+
+/**
  * Parses migpool's own job CSV: header `arrival,workload,gpus,duration` (any order) plus optional
  * `priority` (foreground|background, default foreground), `memory` (GiB; empty for the
  * workload's), `profile` (a MIG profile such as `1g.5gb`, only with gpus = 1; empty to let the
@@ -43,6 +50,7 @@ export function parseJobsCsv(text: string, file: string, extra: readonly Workloa
     const arrivalText = at(row, 'arrival');
     const arrival = Number(arrivalText);
     if (arrivalText === '' || !Number.isFinite(arrival) || arrival < 0) throw fail(row, 'arrival', `expected seconds from the start (0 or more), got '${arrivalText}'`);
+    if (arrival > MAX_TRACE_SECONDS) throw fail(row, 'arrival', `${arrivalText} seconds is over the limit of ${MAX_TRACE_SECONDS} (31.7 years); give seconds from the start of the trace`);
     const workloadText = at(row, 'workload');
     let workload: Workload;
     try {
@@ -57,6 +65,7 @@ export function parseJobsCsv(text: string, file: string, extra: readonly Workloa
     const durationText = at(row, 'duration');
     const work = Number(durationText);
     if (durationText === '' || !Number.isFinite(work) || work <= 0) throw fail(row, 'duration', `expected positive seconds alone on one whole GPU, got '${durationText}'`);
+    if (work > MAX_TRACE_SECONDS) throw fail(row, 'duration', `${durationText} seconds is over the limit of ${MAX_TRACE_SECONDS} (31.7 years); give the job's seconds alone on one whole GPU`);
     const priorityText = at(row, 'priority').toLowerCase();
     if (priorityText !== '' && priorityText !== 'foreground' && priorityText !== 'background') {
       throw fail(row, 'priority', `expected foreground or background, got '${at(row, 'priority')}'`);
