@@ -14,7 +14,7 @@ import { posix, relative, sep } from 'node:path';
  *   models     perf/ partition/                      rows below
  *   facts      mig/ jobs/                            base only
  *   base       errors.ts random.ts schema-words.ts   nothing of ours
- *              decimal-number.ts
+ *              decimal-number.ts yaml-keys.ts
  *   adapters   gpu/ store/ exec/ k8s/ slurm/         decisions, models, facts, base (never time/faces)
  *
  * - Arrows point down: a folder imports its own files, the rows beneath it and base, never a row
@@ -31,7 +31,8 @@ import { posix, relative, sep } from 'node:path';
  *   the service's job spec (a zod schema), a noun that control/, store/, server/ and k8s/ share;
  *   errors.ts (the error class), random.ts (the seeded source), schema-words.ts (schema problems
  *   in plain words, for every layer that checks a file or spec) and decimal-number.ts (the one
- *   parser of decimal numbers, for flags and for lists such as simulate --users) are base,
+ *   parser of decimal numbers, for flags and for lists such as simulate --users) and yaml-keys.ts
+ *   (duplicate YAML keys in linear time, for every reader of a user's YAML) are base,
  *   beneath everything.
  * - Tests (x.test.ts, and test/, bench/ outside src/) are harnesses, not layers: they may import
  *   anything (a policy's test runs it through the simulator).
@@ -50,7 +51,7 @@ export const ROWS = [
 export const ADAPTERS = ['gpu', 'store', 'exec', 'k8s', 'slurm'];
 
 /** Files directly in src/ beneath every layer. */
-export const BASE = ['errors.ts', 'random.ts', 'schema-words.ts', 'decimal-number.ts'];
+export const BASE = ['errors.ts', 'random.ts', 'schema-words.ts', 'decimal-number.ts', 'yaml-keys.ts'];
 
 /** Folders that do no I/O. */
 export const PURE = ['mig', 'jobs', 'perf', 'partition', 'optimize', 'burst', 'sched', 'sim'];

@@ -22,7 +22,8 @@ export interface ConfigEdit {
  */
 export function editMigConfigs(text: string, add: Readonly<Record<string, MigPartedEntry[]>>, inUse: ReadonlySet<string>, source: string): ConfigEdit {
   parseMigPartedConfig(text, source);
-  const doc = YAML.parseDocument(text, { version: '1.1' });
+  // Duplicate keys were refused just above (in linear time); the yaml package's own check is quadratic.
+  const doc = YAML.parseDocument(text, { version: '1.1', uniqueKeys: false });
   const configs = doc.get('mig-configs', true);
   if (!YAML.isMap(configs)) throw badInput(`${source}: mig-configs is not a mapping; fix the ConfigMap`);
   const removed: string[] = [];

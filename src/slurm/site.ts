@@ -22,6 +22,7 @@
  */
 import { readFileSync, statSync } from 'node:fs';
 import YAML from 'yaml';
+import { firstDuplicateKey } from '../yaml-keys.js';
 import { z } from 'zod';
 import { badInput, MigpoolError } from '../errors.js';
 import { firstIssue, overLimit, plainWords } from '../schema-words.js';
@@ -91,7 +92,13 @@ const DEFAULTS = {
 export function parseSiteFile(text: string, where: string, env: NodeJS.ProcessEnv = process.env): SiteNode[] {
   let doc: unknown;
   try {
-    doc = YAML.parse(text);
+    // Duplicate keys are found by firstDuplicateKey (linear), not by the yaml package's check (quadratic in a mapping's keys).
+    const parsed = YAML.parseDocument(text, { uniqueKeys: false });
+    const first = parsed.errors[0];
+    if (first) throw first;
+    const dup = firstDuplicateKey(parsed);
+    if (dup) throw new Error(`Map keys must be unique ('${dup.key}' is written twice)`);
+    doc = parsed.toJS();
   } catch (e) {
     throw badInput(`${where}: not YAML (${(e as Error).message.split('\n')[0]}); see README's Slurm section for the format`);
   }

@@ -4,6 +4,7 @@ import YAML from 'yaml';
 import { parseJobSpec } from '../../jobs/job-spec.js';
 import { badInput } from '../../errors.js';
 import { decimalValue } from '../../decimal-number.js';
+import { firstDuplicateKey } from '../../yaml-keys.js';
 import { FINAL_STATES, JOB_STATES, type JobPlacement, type JobRecord, type JobState } from '../../store/types.js';
 import { ServiceClient, type ConnectOptions } from '../client.js';
 import { writeJson, type Io } from '../io.js';
@@ -45,11 +46,18 @@ export async function readSpecFile(file: string): Promise<SpecFromFile[]> {
       throw badInput(`${file}: not valid JSON (${(e as Error).message}); fix it, or write the spec as YAML`);
     }
   } else {
-    for (const doc of YAML.parseAllDocuments(text)) {
+    // Duplicate keys are found by firstDuplicateKey (linear), not by the yaml package's check (quadratic).
+    const lines = new YAML.LineCounter();
+    for (const doc of YAML.parseAllDocuments(text, { uniqueKeys: false, lineCounter: lines })) {
       const problem = 'errors' in doc ? doc.errors[0] : undefined;
       if (problem) {
         const pos = problem.linePos?.[0];
         throw badInput(`${file}${pos ? `:${pos.line}:${pos.col}` : ''}: not valid YAML: ${problem.message.split('\n')[0]}`);
+      }
+      const dup = firstDuplicateKey(doc);
+      if (dup) {
+        const pos = lines.linePos(dup.offset);
+        throw badInput(`${file}:${pos.line}:${pos.col}: not valid YAML: Map keys must be unique ('${dup.key}' is written twice); keep one`);
       }
       let value: unknown;
       try {
