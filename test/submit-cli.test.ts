@@ -75,8 +75,13 @@ describe('migpool submit -- COMMAND', () => {
     expect(r.code, r.err).toBe(0);
     const ids = r.out.trim().split('\n');
     expect(ids).toHaveLength(8);
-    // While it runs, the held members say why they wait.
-    const held = (await jobs()).filter((j) => ids.includes(j.id) && j.state === 'queued' && j.pending?.startsWith('array 0-7%2: '));
+    // While it runs, the held members say why they wait (reasons are refreshed once a second:
+    // asked at once, the members just submitted may not have one yet).
+    let held: Awaited<ReturnType<typeof jobs>> = [];
+    for (let i = 0; i < 60 && held.length === 0; i++) {
+      held = (await jobs()).filter((j) => ids.includes(j.id) && j.state === 'queued' && j.pending?.startsWith('array 0-7%2: '));
+      if (held.length === 0) await new Promise((r) => setTimeout(r, 50));
+    }
     expect(held.length).toBeGreaterThan(0);
     const done = await Promise.all(ids.map((id) => until(id, final)));
     expect(done.map((j) => j.state)).toEqual(Array(8).fill('succeeded'));
