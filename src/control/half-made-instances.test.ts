@@ -10,6 +10,7 @@ import { parsePolicy } from '../sched/registry.js';
 import { openSqliteStore } from '../store/sqlite.js';
 import type { Store } from '../store/types.js';
 import { PoolServiceImpl } from './service.js';
+import { closeService, until } from '../../test/service-kit.js';
 
 // The service started on GPUs that a re-partition left half made: killed between creating a GPU
 // instance and its compute instance (the crash-consistency attack's finding: the slice was offered
@@ -17,16 +18,9 @@ import { PoolServiceImpl } from './service.js';
 
 const dirs: string[] = [];
 const services: { service: PoolServiceImpl; store: Store }[] = [];
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 afterEach(async () => {
-  for (const { service, store } of services.splice(0)) {
-    for (const j of await service.listJobs({ states: ['running', 'starting'] })) await service.cancel(j.id);
-    for (let i = 0; i < 100 && (await service.listJobs({ states: ['running', 'starting'] })).length > 0; i++) await sleep(50);
-    await service.idle();
-    await service.stop();
-    await store.close();
-  }
+  for (const { service, store } of services.splice(0)) await closeService(service, store);
   for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
 });
 
@@ -50,8 +44,7 @@ describe('a GPU instance left without its compute instance', () => {
     // The 4g.20gb slice is taken for longer than the test: the 3g.20gb job can only use the half-made slice.
     const big = await service.submit({ name: 'four', command: ['sleep', '60'], resources: { profile: '4g.20gb' }, estimatedSeconds: 60 });
     const small = await service.submit({ name: 'three', command: ['sleep', '0.2'], resources: { profile: '3g.20gb' }, estimatedSeconds: 1 });
-    const t0 = Date.now();
-    while ((await service.getJob(small.id))?.state !== 'succeeded' && Date.now() - t0 < 15_000) await sleep(100);
+    await until('the 3g.20gb job ends', async () => ((await service.getJob(small.id))?.state === 'succeeded' ? true : null)).catch(() => null);
     expect(await service.getJob(small.id)).toMatchObject({ state: 'succeeded', placement: { kind: 'instance', gpu: 0, start: 4, profile: '3g.20gb' } });
     expect(await service.getJob(big.id)).toMatchObject({ state: 'running', placement: { start: 0 } });
     // The layout is the one that was there, now whole: the 4g.20gb instance untouched, the 3g.20gb one with its compute instance.
@@ -76,8 +69,7 @@ describe('a GPU instance left without its compute instance', () => {
     services.push({ service, store });
     await service.start();
     const job = await service.submit({ name: 'three', command: ['sleep', '0.2'], resources: { profile: '3g.20gb' }, estimatedSeconds: 1 });
-    const t0 = Date.now();
-    while ((await service.getJob(job.id))?.state !== 'succeeded' && Date.now() - t0 < 20_000) await sleep(100);
+    await until('the 3g.20gb job ends', async () => ((await service.getJob(job.id))?.state === 'succeeded' ? true : null), 20_000).catch(() => null);
     expect(await service.getJob(job.id)).toMatchObject({ state: 'succeeded', placement: { kind: 'instance', gpu: 0, profile: '3g.20gb' } });
     expect((await service.events(0)).map((e) => e.type)).toContain('gpu-reconfigure-failed');
     const gis = await gpu.listGpuInstances(0);

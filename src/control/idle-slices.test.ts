@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -10,6 +10,7 @@ import { parsePolicy } from '../sched/registry.js';
 import { openSqliteStore } from '../store/sqlite.js';
 import type { Store } from '../store/types.js';
 import { PoolServiceImpl } from './service.js';
+import { closeService, until } from '../../test/service-kit.js';
 
 /**
  * Issue 17's live demo: queued jobs waited minutes beside idle 1g.5gb slices with no word on
@@ -26,15 +27,6 @@ afterEach(async () => {
   cleanup = null;
 });
 
-async function until<T>(what: string, f: () => Promise<T | null>, timeoutMs = 15_000): Promise<T> {
-  const t0 = Date.now();
-  for (;;) {
-    const v = await f();
-    if (v !== null) return v;
-    if (Date.now() - t0 > timeoutMs) throw new Error(`${what}: not after ${timeoutMs} ms`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 describe('a queued job beside idle slices (the live demo)', () => {
   it('starts, or its pending reason says why the idle slices do not serve it', async () => {
@@ -45,14 +37,7 @@ describe('a queued job beside idle slices (the live demo)', () => {
     const policy = parsePolicy('migpool');
     const service = new PoolServiceImpl({ store, executor: createLocalExecutor({ pollMs: 50, graceSeconds: 1 }), gpu: new SimulatedGpuPort(machine), policy, dataDir: dir, tickMs: 100 });
     await service.start();
-    cleanup = async () => {
-      for (const j of await service.listJobs({ states: ['running', 'starting', 'queued'] })) await service.cancel(j.id);
-      for (let i = 0; i < 100 && (await service.listJobs({ states: ['running', 'starting'] })).length > 0; i++) await new Promise((r) => setTimeout(r, 50));
-      await service.idle();
-      await service.stop();
-      await store.close();
-      rmSync(dir, { recursive: true, force: true });
-    };
+    cleanup = () => closeService(service, store, { queuedToo: true, dir });
     // Seven small jobs (not preemptible, as the demo's): the GPU is cut seven ways.
     const smalls = await service.submitMany(Array.from({ length: 7 }, (_, i) => ({ name: `small-${i}`, command: [node, '-e', 'setTimeout(() => {}, 60000)'], workload: 'small', estimatedSeconds: 60 })));
     await until('seven small jobs running', async () => ((await service.listJobs({ states: ['running'] })).length === 7 ? true : null));

@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -10,6 +10,7 @@ import { migpoolPolicy } from '../sched/policies/migpool.js';
 import { openSqliteStore } from '../store/sqlite.js';
 import type { Store } from '../store/types.js';
 import { PoolServiceImpl } from './service.js';
+import { closeService, until } from '../../test/service-kit.js';
 
 /**
  * The live service clears a MIG GPU for a big job that lacks only that GPU, as the simulator does
@@ -29,15 +30,6 @@ afterEach(async () => {
   cleanup = null;
 });
 
-async function until<T>(what: string, f: () => Promise<T | null>, timeoutMs = 20_000): Promise<T> {
-  const t0 = Date.now();
-  for (;;) {
-    const v = await f();
-    if (v !== null) return v;
-    if (Date.now() - t0 > timeoutMs) throw new Error(`${what}: not after ${timeoutMs} ms`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 describe('clearing a MIG GPU in the live service', () => {
   it('clears the MIG GPU a big job lacks, runs it, and requeues the slice jobs', async () => {
@@ -51,14 +43,7 @@ describe('clearing a MIG GPU in the live service', () => {
     const policy = migpoolPolicy({ thresholds: [2, 4], minRunSeconds: 1 });
     const service = new PoolServiceImpl({ store, executor: createLocalExecutor({ pollMs: 50, graceSeconds: 5 }), gpu: new SimulatedGpuPort(machine), policy, dataDir: dir, tickMs: 100, reconfigureSeconds: 1, minRunBeforePreemptSeconds: 0, log: (l) => lines.push(l) });
     await service.start();
-    cleanup = async () => {
-      for (const j of await service.listJobs({ states: ['running', 'starting', 'queued'] })) await service.cancel(j.id);
-      for (let i = 0; i < 100 && (await service.listJobs({ states: ['running', 'starting'] })).length > 0; i++) await new Promise((r) => setTimeout(r, 50));
-      await service.idle();
-      await service.stop();
-      await store.close();
-      rmSync(dir, { recursive: true, force: true });
-    };
+    cleanup = () => closeService(service, store, { queuedToo: true, dir });
     const sleep = (ms: number) => [node, '-e', `setTimeout(() => {}, ${ms})`];
     const x = await service.submit({ name: 'X', command: sleep(60_000), workload: 'large', resources: { gpus: 2 } });
     // The small jobs take 2 s to checkpoint when stopped: W waits that long, long enough for the
@@ -79,7 +64,7 @@ describe('clearing a MIG GPU in the live service', () => {
       const j = await service.getJob(w.id);
       if (j?.pending) reasons.push(j.pending);
       return j && (j.state === 'succeeded' || j.state === 'failed') ? j : null;
-    });
+    }, 20_000);
     expect(done.state).toBe('succeeded');
     // It ran on two whole GPUs, one of them the GPU that was cut.
     expect(done.placement).toMatchObject({ kind: 'gpus' });

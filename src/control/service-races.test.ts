@@ -11,6 +11,7 @@ import type { Decision, Policy, UserShare } from '../sched/types.js';
 import { openSqliteStore } from '../store/sqlite.js';
 import type { JobRecord, Store } from '../store/types.js';
 import { PoolServiceImpl } from './service.js';
+import { closeService, sleep } from '../../test/service-kit.js';
 
 // Races between an operator's cancel or preempt and the service's own passes, on a simulated A100.
 
@@ -21,19 +22,10 @@ const services: { service: PoolServiceImpl; store: Store }[] = [];
 const stopsAfter = (ms: number) => [node, '-e', `process.on("SIGTERM", () => setTimeout(() => process.exit(143), ${ms})); setTimeout(() => {}, 60000)`];
 
 afterEach(async () => {
-  for (const { service, store } of services.splice(0)) {
-    for (const j of await service.listJobs({ states: ['running', 'starting'] })) await service.cancel(j.id);
-    for (let i = 0; i < 100 && (await service.listJobs({ states: ['running', 'starting'] })).length > 0; i++) await sleep(50);
-    await service.idle();
-    await service.stop();
-    await store.close();
-  }
+  for (const { service, store } of services.splice(0)) await closeService(service, store);
   for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
 });
 
-function sleep(ms: number): Promise<void> {
-  return new Promise((r) => setTimeout(r, ms));
-}
 
 interface Gate {
   /** Passes that begin (once `when` says so) wait at their start until `open`. */
