@@ -22,6 +22,7 @@
  */
 import { isAlias, isMap, isScalar, isSeq, LineCounter, parseDocument } from 'yaml';
 import type { Document } from 'yaml';
+import { firstDuplicateKey } from '../yaml-keys.js';
 import { badInput, MigpoolError } from '../errors.js';
 
 /** One entry of a named config: which GPUs it selects and what it wants on them. */
@@ -91,8 +92,8 @@ export function inputError(file: string, line: number, field: string, problem: s
  */
 export function readYamlTree(text: string, file: string): YamlNode | null {
   const lineCounter = new LineCounter();
-  // Duplicate keys are found in convertNode: the yaml package's own check (uniqueKeys) compares
-  // every key with every earlier one of its mapping, which took 10 minutes on 400,000 configs.
+  // Duplicate keys are found by firstDuplicateKey: the yaml package's own check (uniqueKeys)
+  // compares every key with every earlier one of its mapping, which took 10 minutes on 400,000 configs.
   const doc = parseDocument(text, { lineCounter, version: '1.1', prettyErrors: false, uniqueKeys: false });
   const lineOf = (offset: number | undefined): number => (offset === undefined ? 1 : lineCounter.linePos(offset).line);
   const first = doc.errors[0];
@@ -101,6 +102,8 @@ export function readYamlTree(text: string, file: string): YamlNode | null {
     throw inputError(file, lineOf(first.pos[0]), '', `not valid YAML: ${message}; fix the YAML syntax`);
   }
   if (doc.contents === null) return null;
+  const dup = firstDuplicateKey(doc);
+  if (dup) throw inputError(file, lineOf(dup.offset), '', 'not valid YAML: Map keys must be unique; fix the YAML syntax');
   // An alias bomb ("billion laughs": each anchor a list of aliases of the one before) is a few
   // hundred bytes and expands exponentially. The yaml package counts alias expansions in toJS
   // and refuses more than maxAliasCount (its default, 100, as the HTTP API uses through
@@ -141,15 +144,9 @@ function convertNode(doc: Document, node: unknown, lineOf: (offset: number | und
     const line = lineOf(node.range?.[0]);
     const pairs: YamlPair[] = [];
     const merged: YamlPair[] = [];
-    // Keys as the yaml package compares them (its uniqueKeys check): equal scalar values.
-    const seen = new Set<unknown>();
     for (const pair of node.items) {
       const keyNode: unknown = pair.key;
       const keyLine = isScalar(keyNode) || isAlias(keyNode) ? lineOf(keyNode.range?.[0]) : line;
-      if (isScalar(keyNode)) {
-        if (seen.has(keyNode.value)) throw inputError(file, keyLine, '', 'not valid YAML: Map keys must be unique; fix the YAML syntax');
-        seen.add(keyNode.value);
-      }
       const value = convertNode(doc, pair.value, lineOf, file, keyLine, depth + 1);
       if (isScalar(keyNode) && typeof keyNode.value === 'symbol') {
         // `<<: *base` or `<<: [*a, *b]`: keys not set explicitly come from the sources, earlier
