@@ -598,11 +598,11 @@ export function migpoolPolicy(tuning: Partial<MigpoolTuning> = {}): Policy {
       let bigWaits = false;
       for (const j of view.queue) {
         const st = stateOf(view, j.id, Math.min(view.now, j.arrival));
-        if (j.gpus >= clearGpus && (anyMig ??= view.gpus.some((g) => g.migEnabled))) bigWaits = true;
         // A big job: MIG GPUs may be cleared for it once it has waited clearAfterSeconds (a wake-up then).
-        if (j.gpus >= clearGpus && j.priority === 'foreground' && anyMig === true) {
+        if (j.gpus >= clearGpus && (anyMig ??= view.gpus.some((g) => g.migEnabled))) {
+          bigWaits = true;
           const clearAt = st.waitingSince + t.clearAfterSeconds;
-          if (clearAt > view.now && clearAt < nextAging) nextAging = clearAt;
+          if (j.priority === 'foreground' && clearAt > view.now && clearAt < nextAging) nextAging = clearAt;
         }
         // A big job waiting in the last level: its turn comes after bigTurnAfterSeconds (a wake-up then).
         const turnAt = turnAtOf(st, j, bigGpus);
