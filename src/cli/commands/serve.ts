@@ -16,6 +16,7 @@ import type { JobRecord } from '../../store/types.js';
 import { defaultDataDir } from '../../server/files.js';
 import { writeJson, type Io } from '../io.js';
 import { startPool, type RunningPool } from '../pool.js';
+import { databaseOption, hidePasswordFromPs } from '../database-option.js';
 
 interface ServeFlags {
   dataDir?: string;
@@ -70,7 +71,7 @@ export function registerServe(program: Command, io: Io): void {
     .option('--listen <host:port>', 'address of the API and dashboard (loopback unless told otherwise)', '127.0.0.1:7070')
     .option('--policy <name>', `scheduling policy (as in \`migpool simulate\`): ${POLICY_NAMES.join(', ')} (see below)`, 'migpool')
     .option('--simulate <spec>', 'simulated GPUs instead of nvidia-smi, e.g. 2xA100-SXM4-40GB (kept in the data dir)')
-    .option('--database <url>', 'postgres://user:pass@host/db to keep state in PostgreSQL instead of SQLite in the data dir')
+    .addOption(databaseOption('postgres://user@host/db to keep state in PostgreSQL instead of SQLite in the data dir'))
     .option('--executor <kind>', 'local (processes on this machine) or slurm (each attempt submitted with sbatch)', 'local')
     .option('--poll-ms <ms>', 'slurm executor: milliseconds between squeue polls', '2000')
     .option('--slurm-gres-type <template>', "slurm executor: the GRES type of a MIG profile where the site names its own types, '{profile}' replaced (default: as AutoDetect=nvml names it on the pool's GPUs for the Slurm version sbatch reports, e.g. nvidia_a100_3g.39gb)")
@@ -82,6 +83,8 @@ export function registerServe(program: Command, io: Io): void {
     .option('--dcgm-job-mapping-dir <dir>', "keep dcgm-exporter's HPC job mapping files here (one per GPU or MIG instance, holding the ids of the jobs on it), so that DCGM's series carry hpc_job: give dcgm-exporter the same directory with --hpc-job-mapping-dir")
     .option('--mps-slowdown-bound <x>', 'MPS sharing: largest slowdown of a foreground job beside background jobs (its samples/s alone over beside them) before they back off (DeepPool: 1.1)', '1.1')
     .action(async (f: ServeFlags) => {
+      const warning = hidePasswordFromPs(f.database, 'serve');
+      if (warning !== null) io.err(`migpool serve: ${warning}`);
       const dataDir = f.dataDir ?? defaultDataDir();
       if (f.executor !== 'local' && f.executor !== 'slurm') throw badInput(`--executor '${f.executor}': use local or slurm`);
       const pollMs = decimalValue(f.pollMs);

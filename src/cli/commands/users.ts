@@ -12,6 +12,7 @@ import type { Store, UserRecord } from '../../store/types.js';
 import { checkQuota, checkUnixUser, checkUserName, checkWeight } from '../../store/users.js';
 import { writeJson, type Io } from '../io.js';
 import { renderTable } from '../table.js';
+import { databaseOption, hidePasswordFromPs } from '../database-option.js';
 import { heldGpusNow } from '../held-gpus.js';
 import { gpusText } from '../../sched/shares.js';
 
@@ -32,7 +33,7 @@ interface AddFlags extends StoreFlags {
 function withStoreOptions(cmd: Command): Command {
   return cmd
     .option('--data-dir <dir>', 'the data dir of `migpool serve` (default $MIGPOOL_DATA_DIR or ~/.local/share/migpool)')
-    .option('--database <url>', 'postgres://... when `migpool serve` keeps its state in PostgreSQL (as its --database)');
+    .addOption(databaseOption('postgres://... when `migpool serve` keeps its state in PostgreSQL (as its --database)'));
 }
 
 /**
@@ -40,7 +41,9 @@ function withStoreOptions(cmd: Command): Command {
  * at its next request) after making sure the data dir's token is the admin's, so that adding users
  * before the first start does not leave the pool without an admin.
  */
-async function withStore<T>(f: StoreFlags, work: (store: Store, dataDir: string) => Promise<T>, create = false): Promise<T> {
+async function withStore<T>(f: StoreFlags, io: Io, work: (store: Store, dataDir: string) => Promise<T>, create = false): Promise<T> {
+  const warning = hidePasswordFromPs(f.database, 'users');
+  if (warning !== null) io.err(`migpool users: ${warning}`);
   const dataDir = f.dataDir ?? defaultDataDir();
   checkDirectoryPath(dataDir, '--data-dir');
   // Only `users add` may start a pool: elsewhere a mistyped --data-dir would make a new one.
@@ -121,7 +124,7 @@ export function registerUsers(program: Command, io: Io): void {
         if ((await lookupUnixUser(f.unixUser)) === null) throw badInput(`--unix-user '${f.unixUser}': no such account on this machine (getent passwd ${f.unixUser} finds none): create it (useradd) or leave the flag out`);
       }
       const token = newToken();
-      const user = await withStore(f, (store) =>
+      const user = await withStore(f, io, (store) =>
         store.insertUser(
           { name, admin: f.admin === true, ...(weight !== undefined ? { weight } : {}), ...(quotaGpus !== undefined ? { quotaGpus } : {}), ...(f.unixUser !== undefined ? { unixUser: f.unixUser } : {}) },
           hashToken(token),
@@ -137,7 +140,7 @@ export function registerUsers(program: Command, io: Io): void {
   withStoreOptions(users.command('list').description("list the users, with the GPUs' worth each holds now when the service on the data dir answers"))
     .option('--json', 'print {users} as JSON (each with heldGpus when the service answers)')
     .action(async (f: StoreFlags) => {
-      const { list, held } = await withStore(f, async (store, dataDir) => ({ list: await store.listUsers(), held: await heldGpusNow(dataDir) }));
+      const { list, held } = await withStore(f, io, async (store, dataDir) => ({ list: await store.listUsers(), held: await heldGpusNow(dataDir) }));
       // What each user holds now, when the service on this data dir answers (else left out).
       const heldBy = (name: string): number => held?.get(name) ?? 0;
       if (f.json) return writeJson(io, { users: held === null ? list : list.map((u) => ({ ...u, heldGpus: heldBy(u.name) })) });
@@ -159,7 +162,7 @@ export function registerUsers(program: Command, io: Io): void {
 
   withStoreOptions(users.command('remove').description('remove a user: their token stops working at once; their jobs keep running and keep their owner').argument('<name>', 'user name'))
     .action(async (name: string, f: StoreFlags) => {
-      await withStore(f, async (store) => {
+      await withStore(f, io, async (store) => {
         const user = await mustExist(store, name);
         if (user.admin && (await store.listUsers()).filter((u) => u.admin).length === 1) {
           throw badInput(`'${name}' is the last admin: add another admin first (\`migpool users add NAME --admin\`), or keep it and rotate its token`);
@@ -193,7 +196,7 @@ export function registerUsers(program: Command, io: Io): void {
       }
       const patch = { ...(weight !== undefined ? { weight } : {}), ...(quotaGpus !== undefined ? { quotaGpus } : {}), ...(f.admin !== undefined ? { admin: f.admin } : {}), ...(unixUser !== undefined ? { unixUser } : {}) };
       if (Object.keys(patch).length === 0) throw badInput(`nothing to change for '${name}': give --weight, --quota-gpus, --admin or --no-admin, or --unix-user`);
-      const user = await withStore(f, async (store) => {
+      const user = await withStore(f, io, async (store) => {
         const before = await mustExist(store, name);
         if (before.admin && f.admin === false && (await store.listUsers()).filter((u) => u.admin).length === 1) {
           throw badInput(`'${name}' is the last admin: make another user an admin first`);
@@ -208,7 +211,7 @@ export function registerUsers(program: Command, io: Io): void {
     .option('--json', 'print {user, token, tokenFile} as JSON (tokenFile: the data dir token file was rewritten)')
     .action(async (name: string, f: StoreFlags) => {
       const token = newToken();
-      const { user, tokenFile } = await withStore(f, async (store, dataDir) => {
+      const { user, tokenFile } = await withStore(f, io, async (store, dataDir) => {
         const before = await mustExist(store, name);
         // The data dir's token file holds the admin's token for the CLI: it follows when it was this
         // user's, or when it is no one's (deleted and made anew) and this user is an admin.

@@ -4,6 +4,7 @@ import { builtInWorkloads } from '../../perf/workloads.js';
 import { badInput } from '../../errors.js';
 import { writeJson, type Io } from '../io.js';
 import { renderTable } from '../table.js';
+import { hidePasswordFromPs } from '../database-option.js';
 import { registerWorkloadsEstimate } from './workloads-estimate.js';
 import { readLearned, renderLearned } from './workloads-learned.js';
 import { serveWorkloads } from './serve.js';
@@ -18,9 +19,11 @@ export function registerWorkloads(program: Command, io: Io): void {
     .option('--fit', 'fit errors on the calibration points and on points left out of the fit')
     .option('--json', 'print JSON')
     .option('--data-dir <dir>', "with --fit: also the workloads a service learned from its jobs, read from its data dir (as 'migpool serve --data-dir')")
-    .option('--database <url>', 'with --fit: the same from the PostgreSQL database the service keeps its state in')
+    .option('--database <url>', 'with --fit: the same from the PostgreSQL database the service keeps its state in (a password goes in $PGPASSWORD, not on the command line, where `ps` shows it)')
     .option('--workload <file.yaml>', 'a user workload the service was given (repeatable), to show what it learned of it', (v: string, p: string[]) => [...p, v], [])
     .action(async (opts: { fit?: boolean; json?: boolean; dataDir?: string; database?: string; workload: string[] }) => {
+      const warning = hidePasswordFromPs(opts.database, 'workloads');
+      if (warning !== null) io.err(`migpool workloads: ${warning}`);
       if (!opts.fit && (opts.dataDir !== undefined || opts.database !== undefined)) throw badInput('--data-dir and --database go with --fit: migpool workloads --fit --data-dir DIR');
       // It names workloads in what a service learned: without a service's store it was ignored.
       if (opts.workload.length > 0 && opts.dataDir === undefined && opts.database === undefined) {
