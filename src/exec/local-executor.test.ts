@@ -386,6 +386,18 @@ describe('processes that left the job group with setsid()', () => {
     expect(readFileSync(join(s.dir, 'stderr.log'), 'utf8')).toContain('sending SIGKILL');
   });
 
+  it('past the max runtime, a child that called setsid() is stopped with the job, recorded as a timeout', async () => {
+    const ex = executor();
+    const pidFile = join(root, 'escaped.pid');
+    const s = spec('', { command: escapingJob(pidFile, { stubborn: false, mainStays: true }), maxRuntimeSeconds: 1 });
+    const exit = nextExit(ex, s.jobId);
+    await ex.launch(s);
+    const pid = await escapedPid(pidFile);
+    expect(processGone(pid)).toBe(false);
+    expect(await exit).toMatchObject({ reason: 'timeout' });
+    expect(processGone(pid)).toBe(true);
+  });
+
   it('a job that exits normally leaving a setsid child: the child is stopped before the exit report, which keeps exit code 0', async () => {
     const ex = executor();
     const pidFile = join(root, 'escaped.pid');
