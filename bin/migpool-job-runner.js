@@ -18,6 +18,14 @@
 // - Past the max runtime: the same, recorded as a timeout.
 // - When the job's main process has ended, what is left of its group gets SIGTERM, then SIGKILL
 //   after the grace, so that nothing of the attempt outlives it.
+// - A process that left the job's group with setsid() (a daemonizing tool, `setsid cmd &`) is
+//   found by the marks every process of the attempt inherits: the entries MIGPOOL_JOB_ID=,
+//   MIGPOOL_ATTEMPT= and MIGPOOL_ATTEMPT_DIR= of launch.json's env, all three present as whole
+//   entries of /proc/PID/environ. At each of the steps above it gets the same signals as the group,
+//   and the runner waits for it as for the group. Not found (proc(5)): a process that started a
+//   program with its environment cleared or replaced (environ is the environment at execve), and
+//   one whose environ the runner may not read (another user's, a set-user-ID program's, when the
+//   runner is not root). src/exec/proc.ts findProcessesByEnviron does the same for the service.
 // Then it writes DIR/exit.json { exitCode, signal, reason: exited | timeout | cancelled, endedAt }
 // (temp file + rename) and exits. A command that cannot be started ends as exit status 127
 // (126 when it exists but cannot be run), the reason in stderr.log and as exit.json's `message`.
@@ -71,6 +79,42 @@ function writeJsonAtomic(path, value) {
   }
 }
 
+/** The entries of a NUL-separated /proc file (cmdline, environ), or null when it cannot be read. */
+function nulList(path) {
+  let text;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch {
+    return null;
+  }
+  const parts = text.split('\0');
+  if (parts[parts.length - 1] === '') parts.pop();
+  return parts;
+}
+
+function isLive(stat) {
+  return stat !== null && stat.state !== 'Z' && stat.state !== 'X' && stat.state !== 'x';
+}
+
+/** Pids of the live processes (other than this one) whose environment holds every entry of `marks`. */
+function findMarked(marks) {
+  let entries;
+  try {
+    entries = readdirSync('/proc');
+  } catch {
+    return [];
+  }
+  const found = [];
+  for (const entry of entries) {
+    if (!/^\d+$/.test(entry) || Number(entry) === process.pid) continue;
+    const environ = nulList(`/proc/${entry}/environ`);
+    if (environ === null) continue;
+    const have = new Set(environ);
+    if (marks.every((m) => have.has(m)) && isLive(statOf(entry))) found.push(Number(entry));
+  }
+  return found;
+}
+
 /** True while some process of group `pgid` is alive (zombies waiting to be reaped do not count). */
 function groupAlive(pgid) {
   try {
@@ -114,6 +158,9 @@ try {
   process.exit(2);
 }
 const command = launch.command;
+const MARK_NAMES = ['MIGPOOL_JOB_ID', 'MIGPOOL_ATTEMPT', 'MIGPOOL_ATTEMPT_DIR'];
+/** The attempt's marks (`NAME=value`), or null when launch.json does not set all three: then nothing is searched by environment. */
+const marks = MARK_NAMES.every((name) => typeof launch.env?.[name] === 'string') ? MARK_NAMES.map((name) => `${name}=${launch.env[name]}`) : null;
 const graceMs = Math.max(0, Math.round(Number(launch.graceSeconds ?? 10) * 1000));
 
 let reason = 'exited';
@@ -124,6 +171,10 @@ let result = null;
 let startFailure = null;
 let giveUpAt = null;
 let finished = false;
+/** After the grace: SIGKILL, also for marked processes found later. */
+let killing = false;
+/** Processes of the attempt outside the job's group (found by their marks): pid -> start ticks. */
+const escaped = new Map();
 const timers = new Set();
 
 // Node's timers hold at most 2^31-1 ms (about 24.8 days); a longer delay fires after 1 ms with a
@@ -158,16 +209,57 @@ function finish() {
   process.exit(exitCode ?? 128 + (constants.signals[signal] ?? 15));
 }
 
-/** SIGTERM to the job's group now, SIGKILL after the grace. */
+/** Adds the marked processes outside the job's group to `escaped`; one pass over /proc/PID/environ. */
+function scanEscaped() {
+  if (marks === null) return;
+  for (const pid of findMarked(marks)) {
+    const stat = statOf(pid);
+    if (isLive(stat) && stat.pgrp !== jobPgid && stat.startTicks !== null) escaped.set(pid, stat.startTicks);
+  }
+}
+
+/** Forgets the escaped processes that ended (or whose pid now names another process); true when some are left. */
+function escapedAlive() {
+  for (const [pid, ticks] of escaped) {
+    const stat = statOf(pid);
+    if (!isLive(stat) || stat.startTicks !== ticks) escaped.delete(pid);
+  }
+  return escaped.size > 0;
+}
+
+function signalEscaped(signal) {
+  escapedAlive();
+  for (const pid of escaped.keys()) {
+    try {
+      process.kill(pid, signal);
+    } catch {
+      // Gone meanwhile.
+    }
+  }
+}
+
+/** True while some process of the attempt is alive: in the job's group, or escaped from it (searched again once the known ones ended). */
+function attemptAlive() {
+  if (groupAlive(jobPgid) || escapedAlive()) return true;
+  scanEscaped();
+  return escapedAlive();
+}
+
+/** SIGTERM to the job's group and its escaped processes now, SIGKILL after the grace. */
 function terminateGroup() {
   if (stopping) return;
   stopping = true;
   signalGroup(jobPgid, 'SIGTERM');
+  scanEscaped();
+  signalEscaped('SIGTERM');
   later(graceMs, () => {
-    if (groupAlive(jobPgid)) {
+    scanEscaped();
+    if (groupAlive(jobPgid) || escapedAlive()) {
       say(`the job's processes outlived the ${graceMs / 1000} s grace period; sending SIGKILL`);
       signalGroup(jobPgid, 'SIGKILL');
+      signalEscaped('SIGKILL');
     }
+    killing = true;
     giveUpAt = Date.now() + AFTER_KILL_WAIT_MS;
   });
 }
@@ -179,15 +271,19 @@ function stop(why, message) {
   if (jobPgid !== null) terminateGroup();
 }
 
-/** After the job's main process ended: waits for the rest of its group, then finishes. */
+/** After the job's main process ended: waits for the rest of the attempt (its group, escaped processes), then finishes. */
 function waitForGroup() {
-  if (!groupAlive(jobPgid) || (giveUpAt !== null && Date.now() >= giveUpAt)) {
+  if (!attemptAlive() || (giveUpAt !== null && Date.now() >= giveUpAt)) {
     finish();
     return;
   }
   if (!stopping) {
-    say('the job ended but left processes in its group; sending them SIGTERM');
+    say(`the job ended but left processes${escaped.size > 0 ? ` (${escaped.size} outside its process group: ${[...escaped.keys()].join(', ')})` : ''}; sending them SIGTERM`);
     terminateGroup();
+  } else if (killing) {
+    // Found after the SIGKILL (started by a process that was being killed): no second grace.
+    signalGroup(jobPgid, 'SIGKILL');
+    signalEscaped('SIGKILL');
   }
   later(LEFTOVER_POLL_MS, waitForGroup);
 }

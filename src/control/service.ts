@@ -2,7 +2,7 @@ import { closeSync, fstatSync, mkdirSync, openSync, readSync } from 'node:fs';
 import { join } from 'node:path';
 import { badInput, MigpoolError } from '../errors.js';
 import type { Executor, ExitReport } from '../exec/executor.js';
-import { readExitFile, readJobSession, readProcessRef } from '../exec/local-executor.js';
+import { findRunnerProcess, readExitFile, readJobSession, readProcessRef } from '../exec/local-executor.js';
 import { readProcStat } from '../exec/proc.js';
 import { readLogChunk } from '../exec/log-file.js';
 import { ProgressReader } from '../exec/progress-reader.js';
@@ -1050,10 +1050,11 @@ export class PoolServiceImpl implements PoolService {
         } else await this.settle(found);
       } else if (rec.state === 'starting' || rec.state === 'running') {
         // Stopped between writing `starting` and recording the process. The runner records itself
-        // in the attempt folder before it starts the command: found there, the attempt is adopted
-        // (never launched twice); an exit status says how it ended; no trace: it never ran.
+        // in the attempt folder before it starts the command: found there, or found alive by its
+        // command line before it could, the attempt is adopted (never launched twice); an exit
+        // status says how it ended; no trace: it never ran.
         const dir = this.attemptDir(rec.id, rec.attempt);
-        const ref = readProcessRef(dir) ?? (readExitFile(dir) ? { pid: 0, startTicks: '', dir } : null);
+        const ref = readProcessRef(dir) ?? findRunnerProcess(dir) ?? (readExitFile(dir) ? { pid: 0, startTicks: '', dir } : null);
         const found = ref ? await this.o.executor.adopt(rec.id, rec.attempt, ref) : null;
         if (found === 'running') {
           await this.update(rec, { state: 'running', process: ref });

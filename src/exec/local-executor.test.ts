@@ -1,10 +1,12 @@
+import { spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { Executor, ExitReport, LaunchSpec } from './executor.js';
-import { attemptFiles, createLocalExecutor, jobRunnerPath, readExitFile, readProcessRef } from './local-executor.js';
+import { attemptFiles, createLocalExecutor, findRunnerProcess, jobRunnerPath, readExitFile, readProcessRef } from './local-executor.js';
 import { isSameLiveProcess, readProcStat } from './proc.js';
 
 const node = process.execPath;
@@ -67,9 +69,21 @@ function killLeftovers(): void {
   }
 }
 
+/** Processes a test started itself (escaped children found by pid, stand-ins): killed after each test. */
+const strays: number[] = [];
+const children: ChildProcess[] = [];
+
 afterEach(async () => {
   for (const ex of executors.splice(0)) await ex.close();
   killLeftovers();
+  for (const pid of strays.splice(0)) {
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      // Gone, as it should be.
+    }
+  }
+  for (const child of children.splice(0)) child.kill('SIGKILL');
   rmSync(root, { recursive: true, force: true });
 });
 
@@ -322,5 +336,139 @@ describe('local executor', () => {
     exit = nextExit(ex, s.jobId);
     await ex.launch({ ...s, attempt: 2, command: [node, '-e', 'process.exit(0)'] });
     expect(await exit).toMatchObject({ attempt: 2, exitCode: 0 });
+  });
+});
+
+describe('processes that left the job group with setsid()', () => {
+  /**
+   * A job whose child calls setsid() (util-linux `setsid`; where it is missing, Node's detached
+   * spawn, which calls setsid() too: https://nodejs.org/api/child_process.html#optionsdetached),
+   * then writes its pid to `pidFile` and sleeps; the child ignores SIGTERM when `stubborn`.
+   * With `mainStays` the job's main process then waits for a signal, else it exits 0 once the
+   * child has written its pid.
+   */
+  function escapingJob(pidFile: string, opts: { stubborn: boolean; mainStays: boolean }): string[] {
+    const sleeper = `${opts.stubborn ? "process.on('SIGTERM', () => {}); " : ''}require('node:fs').writeFileSync(${JSON.stringify(pidFile)}, String(process.pid)); setInterval(() => {}, 1000)`;
+    const stay = opts.mainStays ? 'setInterval(() => {}, 1000);' : `setInterval(() => require('node:fs').existsSync(${JSON.stringify(pidFile)}) && process.exit(0), 20);`;
+    if (existsSync('/usr/bin/setsid')) {
+      const script = `require('node:child_process').spawn('/usr/bin/setsid', [process.execPath, '-e', ${JSON.stringify(sleeper)}], { stdio: 'ignore' }).unref(); ${stay}`;
+      return [node, '-e', script];
+    }
+    const script = `require('node:child_process').spawn(process.execPath, ['-e', ${JSON.stringify(sleeper)}], { stdio: 'ignore', detached: true }).unref(); ${stay}`;
+    return [node, '-e', script];
+  }
+
+  async function escapedPid(pidFile: string): Promise<number> {
+    await waitFor(() => existsSync(pidFile) && /^\d+$/.test(readFileSync(pidFile, 'utf8')), 5000);
+    const pid = Number(readFileSync(pidFile, 'utf8'));
+    strays.push(pid);
+    return pid;
+  }
+
+  it('cancel stops a child that called setsid() and ignores SIGTERM: SIGKILL after the grace, before the exit report', async () => {
+    const ex = executor();
+    const pidFile = join(root, 'escaped.pid');
+    const s = spec('', { command: escapingJob(pidFile, { stubborn: true, mainStays: true }) });
+    const exit = nextExit(ex, s.jobId);
+    await ex.launch(s);
+    const pid = await escapedPid(pidFile);
+    await waitFor(() => readProcessRef(s.dir) !== null);
+    const jobPid = (JSON.parse(readFileSync(attemptFiles(s.dir).runner, 'utf8')) as { jobPid: number }).jobPid;
+    // It did leave: another session and group than the job's.
+    expect(readProcStat(pid)).toMatchObject({ session: pid, pgrp: pid });
+    expect(readProcStat(pid)?.session).not.toBe(jobPid);
+    const t0 = Date.now();
+    await ex.cancel(s.jobId);
+    expect(await exit).toMatchObject({ reason: 'cancelled' });
+    // Gone when the end is reported (grace 0.3 s; the runner waits for it before writing exit.json).
+    expect(processGone(pid)).toBe(true);
+    expect(Date.now() - t0).toBeLessThan(3000);
+    expect(readFileSync(join(s.dir, 'stderr.log'), 'utf8')).toContain('sending SIGKILL');
+  });
+
+  it('past the max runtime, a child that called setsid() is stopped with the job, recorded as a timeout', async () => {
+    const ex = executor();
+    const pidFile = join(root, 'escaped.pid');
+    const s = spec('', { command: escapingJob(pidFile, { stubborn: false, mainStays: true }), maxRuntimeSeconds: 1 });
+    const exit = nextExit(ex, s.jobId);
+    await ex.launch(s);
+    const pid = await escapedPid(pidFile);
+    expect(processGone(pid)).toBe(false);
+    expect(await exit).toMatchObject({ reason: 'timeout' });
+    expect(processGone(pid)).toBe(true);
+  });
+
+  it('a job that exits normally leaving a setsid child: the child is stopped before the exit report, which keeps exit code 0', async () => {
+    const ex = executor();
+    const pidFile = join(root, 'escaped.pid');
+    const s = spec('', { command: escapingJob(pidFile, { stubborn: false, mainStays: false }) });
+    const exit = nextExit(ex, s.jobId);
+    await ex.launch(s);
+    const report = await exit;
+    expect(report).toMatchObject({ exitCode: 0, signal: null, reason: 'exited' });
+    const pid = Number(readFileSync(pidFile, 'utf8'));
+    strays.push(pid);
+    expect(processGone(pid)).toBe(true);
+    expect(readFileSync(join(s.dir, 'stderr.log'), 'utf8')).toContain(`1 outside its process group: ${pid}`);
+  });
+
+  it('stops only its own attempt: processes with the same job id but another attempt number or folder live on', async () => {
+    const ex = executor();
+    const s = spec('setTimeout(() => {}, 100)', { attempt: 1 });
+    const bystander = (env: Record<string, string>): ChildProcess => {
+      const child = spawn(node, ['-e', 'setInterval(() => {}, 1000)'], { env: { ...process.env, ...env }, stdio: 'ignore', detached: true });
+      children.push(child);
+      return child;
+    };
+    const otherAttempt = bystander({ MIGPOOL_JOB_ID: s.jobId, MIGPOOL_ATTEMPT: '11', MIGPOOL_ATTEMPT_DIR: s.dir });
+    const otherService = bystander({ MIGPOOL_JOB_ID: s.jobId, MIGPOOL_ATTEMPT: '1', MIGPOOL_ATTEMPT_DIR: join(root, 'elsewhere') });
+    const exit = nextExit(ex, s.jobId);
+    await ex.launch(s);
+    expect(await exit).toMatchObject({ exitCode: 0, reason: 'exited' });
+    expect(processGone(otherAttempt.pid!)).toBe(false);
+    expect(processGone(otherService.pid!)).toBe(false);
+    expect(readFileSync(join(s.dir, 'stderr.log'), 'utf8')).not.toContain('left processes');
+  });
+});
+
+describe('a runner that has not written runner.json yet (the service died right after starting it)', () => {
+  it('is found by its command line, and a second launch into its folder is refused: the job does not start twice', async () => {
+    const first = executor();
+    const starts = join(root, 'starts');
+    const s = spec(`require('node:fs').appendFileSync(${JSON.stringify(starts)}, 'start\\n'); setInterval(() => {}, 1000)`);
+    const exit = nextExit(first, s.jobId);
+    const ref = await first.launch(s);
+    await waitFor(() => readProcessRef(s.dir) !== null && existsSync(starts));
+    // What a restarted service finds when the runner had not recorded itself: no runner.json.
+    rmSync(attemptFiles(s.dir).runner);
+    expect(readProcessRef(s.dir)).toBeNull();
+    expect(findRunnerProcess(s.dir)).toEqual(ref);
+    const second = executor();
+    await expect(second.launch(s)).rejects.toMatchObject({ code: 'RUNTIME', message: expect.stringMatching(new RegExp(`still running \\(pid ${ref.pid}\\); adopt it`)) });
+    await new Promise((r) => setTimeout(r, 300));
+    expect(readFileSync(starts, 'utf8')).toBe('start\n');
+    // Adopting the ref found that way watches the attempt to its end.
+    const adoptedExit = nextExit(second, s.jobId);
+    expect(await second.adopt(s.jobId, s.attempt, ref)).toBe('running');
+    await first.cancel(s.jobId);
+    expect(await exit).toMatchObject({ reason: 'cancelled' });
+    expect(await adoptedExit).toMatchObject({ reason: 'cancelled' });
+  });
+
+  it('a stand-in with the runner command line of another folder is not taken for this one', async () => {
+    const fakeDir = join(root, 'fake-bin');
+    mkdirSync(fakeDir);
+    const fake = join(fakeDir, 'migpool-job-runner.js');
+    writeFileSync(fake, 'setInterval(() => {}, 1000)\n');
+    const dir = join(root, 'attempt-x');
+    const other = join(root, 'attempt-y');
+    const child = spawn(node, [fake, join(dir, 'launch.json')], { stdio: 'ignore' });
+    children.push(child);
+    await waitFor(() => findRunnerProcess(dir) !== null);
+    expect(findRunnerProcess(dir)).toMatchObject({ pid: child.pid, dir });
+    expect(findRunnerProcess(other)).toBeNull();
+    const ex = executor();
+    await expect(ex.launch(spec('', { dir }))).rejects.toThrow(new RegExp(`pid ${child.pid}\\); adopt it`));
+    expect(existsSync(join(dir, 'launch.json'))).toBe(false);
   });
 });

@@ -17,19 +17,21 @@
  * command leads a second one, to which everything it starts belongs. A cancel sends SIGTERM to
  * the runner's group; the runner passes it to the job's group and sends SIGKILL there after the
  * grace period. Leftovers of the job's group after its main process ended get the same treatment,
- * so nothing of an attempt outlives its exit report.
+ * so nothing of an attempt outlives its exit report. A process that left the group with setsid()
+ * (a daemonizing tool, `setsid cmd &`) is found by its environment, which marks every process of
+ * an attempt ({@link attemptMarks}), and gets the same SIGTERM, then SIGKILL.
  *
  * Linux only (/proc).
  */
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { closeSync, existsSync, fchmodSync, fchownSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { basename, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { MigpoolError, badInput } from '../errors.js';
 import type { ProcessRef } from '../store/types.js';
 import type { Executor, ExitReport, LaunchSpec } from './executor.js';
-import { isSameLiveProcess, readProcStat } from './proc.js';
+import { findProcessesByEnviron, isSameLiveProcess, listPids, readCmdline, readProcStat } from './proc.js';
 import { withoutServiceSecrets } from './service-secrets.js';
 
 export interface LocalExecutorOptions {
@@ -163,6 +165,52 @@ export function readJobSession(dir: string): number | null {
   return runner !== null && runner.jobPid !== null && runner.jobPid > 1 ? runner.jobPid : null;
 }
 
+/** The environment variables that mark every process of an attempt (set in `launch.json`'s env, inherited by all it starts). */
+export const ATTEMPT_MARK_NAMES = ['MIGPOOL_JOB_ID', 'MIGPOOL_ATTEMPT', 'MIGPOOL_ATTEMPT_DIR'] as const;
+
+/**
+ * The `NAME=value` entries that every process of an attempt carries in its environment: the job's
+ * id, the attempt's number, and its folder. The folder is there because job ids are only unique
+ * within one store (SQLite numbers them 1, 2, ...): two services on one machine (or the test
+ * suites of one) each have a job 1 attempt 1, and the end of one must not stop the other.
+ * `bin/migpool-job-runner.js` builds the same list from `launch.json`.
+ */
+export function attemptMarks(jobId: string, attempt: number, dir: string): string[] {
+  const values = [jobId, String(attempt), dir];
+  return ATTEMPT_MARK_NAMES.map((name, i) => `${name}=${values[i]}`);
+}
+
+/** The marks of the attempt in `dir`, from its `launch.json`, or null when it has none (unreadable, or written before marks). */
+function marksOfLaunch(dir: string): string[] | null {
+  const launch = readJson(attemptFiles(dir).launch);
+  if (!isRecord(launch) || !isRecord(launch.env)) return null;
+  const env = launch.env;
+  const entries = ATTEMPT_MARK_NAMES.map((name) => (typeof env[name] === 'string' ? `${name}=${env[name]}` : null));
+  return entries.every((e) => e !== null) ? (entries as string[]) : null;
+}
+
+/**
+ * The live runner of the attempt in `dir`, found by its command line
+ * (`node .../migpool-job-runner.js DIR/launch.json`, which /proc/PID/cmdline shows to anyone),
+ * whether or not it has written `runner.json` yet; null when there is none. For a service that
+ * died between starting a runner and the runner recording itself: the attempt runs, and is to be
+ * adopted, not started twice. Not seen: a runner between its fork and its exec (microseconds,
+ * while its command line is still the service's).
+ */
+export function findRunnerProcess(dir: string): ProcessRef | null {
+  const launchFile = resolve(attemptFiles(dir).launch);
+  for (const pid of listPids()) {
+    if (pid === process.pid) continue;
+    const argv = readCmdline(pid);
+    if (argv === null || argv.length !== 3 || basename(argv[1]!) !== 'migpool-job-runner.js') continue;
+    const stat = readProcStat(pid);
+    if (stat === null || stat.state === 'Z' || stat.state === 'X' || stat.state === 'x') continue;
+    // The runner's cwd is the attempt's folder, against which a relative path would be read.
+    if (resolve(dir, argv[2]!) === launchFile || resolve(argv[2]!) === launchFile) return { pid, startTicks: stat.startTicks, dir };
+  }
+  return null;
+}
+
 /** The grace period an attempt was launched with (its `launch.json`), or null when unreadable. */
 function graceOfLaunch(dir: string): number | null {
   const launch = readJson(attemptFiles(dir).launch);
@@ -177,13 +225,26 @@ function signalGroup(pgid: number, signal: NodeJS.Signals): void {
   }
 }
 
-/** SIGKILL to what is left of an attempt's job group, unless its leader's pid now names another process. */
+/**
+ * SIGKILL to what is left of an attempt whose runner is gone: the job's group (unless its leader's
+ * pid now names another process) and the processes that carry the attempt's marks (those that
+ * left the group with setsid()).
+ */
 function killOrphanedJob(dir: string): void {
   const runner = readRunnerFile(dir);
-  if (runner === null || runner.jobPid === null || runner.jobPid <= 1) return;
-  const stat = readProcStat(runner.jobPid);
-  if (stat !== null && stat.startTicks !== runner.jobStartTicks) return;
-  signalGroup(runner.jobPid, 'SIGKILL');
+  if (runner !== null && runner.jobPid !== null && runner.jobPid > 1) {
+    const stat = readProcStat(runner.jobPid);
+    if (stat === null || stat.startTicks === runner.jobStartTicks) signalGroup(runner.jobPid, 'SIGKILL');
+  }
+  const marks = marksOfLaunch(dir);
+  if (marks === null) return;
+  for (const pid of findProcessesByEnviron(marks, new Set([process.pid]))) {
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      // Gone meanwhile, or not ours to signal.
+    }
+  }
 }
 
 function writePrivateJsonAtomic(path: string, value: unknown): void {
@@ -235,7 +296,8 @@ interface Tracked {
  *
  * - `launch` writes the attempt's folder and starts the runner; it resolves once the runner
  *   process exists, with its pid and start ticks. It refuses a job that this executor still runs,
- *   and a folder whose runner is still alive (adopt that one instead).
+ *   and a folder whose runner is still alive, whether it recorded itself in `runner.json` or not
+ *   yet (found by its command line, {@link findRunnerProcess}): adopt that one instead.
  * - `adopt` after a restart: `running` when `ref.pid` is still the runner (same start ticks; a pid
  *   reused by another process is not), which is then watched every `pollMs`; otherwise the report
  *   from `exit.json`, or `lost`. A report that `adopt` returns is not also passed to `onExit`.
@@ -334,8 +396,10 @@ export function createLocalExecutor(opts: LocalExecutorOptions = {}): Executor {
     } catch (error) {
       throw new MigpoolError('RUNTIME', `job ${spec.jobId}: cannot create attempt folder ${spec.dir}: ${(error as Error).message}`, { jobId: spec.jobId, dir: spec.dir });
     }
-    const earlier = readProcessRef(spec.dir);
-    if (earlier !== null && isSameLiveProcess(earlier.pid, earlier.startTicks)) {
+    const recorded = readProcessRef(spec.dir);
+    // A runner that has not written runner.json yet (the service that started it died first) is found by its command line.
+    const earlier = recorded !== null && isSameLiveProcess(recorded.pid, recorded.startTicks) ? recorded : findRunnerProcess(spec.dir);
+    if (earlier !== null) {
       throw new MigpoolError('RUNTIME', `job ${spec.jobId}: ${spec.dir} holds an attempt that is still running (pid ${earlier.pid}); adopt it instead of launching again`, {
         jobId: spec.jobId,
         dir: spec.dir,
@@ -352,6 +416,7 @@ export function createLocalExecutor(opts: LocalExecutorOptions = {}): Executor {
         CUDA_VISIBLE_DEVICES: spec.devices.join(','),
         MIGPOOL_JOB_ID: spec.jobId,
         MIGPOOL_ATTEMPT: String(spec.attempt),
+        MIGPOOL_ATTEMPT_DIR: spec.dir,
       },
       maxRuntimeSeconds: spec.maxRuntimeSeconds,
       graceSeconds: spec.graceSeconds ?? graceSeconds,
