@@ -278,6 +278,54 @@ describe('a GPU running processes migpool did not start', () => {
       expect(await slice()).toEqual([other, jobPid]);
     });
 
+    it("does not take a process the job started in a session of its own (setsid), still listed just after the job ended, for someone else's", async () => {
+      manualTicks();
+      let clock = Date.now();
+      const { machine, service, logs, gpu } = await startService('1xA100-SXM4-40GB', 'static:7x1g.5gb', undefined, () => clock);
+      await until('seven 1g.5gb slices', async () => (machine.listComputeInstances(0).length === 7 ? true : null));
+      const pidFile = join(mkdtempSync(join(tmpdir(), 'migpool-setsid-')), 'pid');
+      // The job starts a helper in a session of its own (as a daemonizing tool does) and waits.
+      const job = await service.submit({ name: 'slice', command: ['sh', '-c', `setsid sleep 30 & echo $! > ${pidFile}; sleep 30`], resources: { profile: '1g.5gb' } });
+      const running = await until('the job running', async () => {
+        const r = await service.getJob(job.id);
+        return r?.state === 'running' ? r : null;
+      });
+      const start = running.placement?.kind === 'instance' ? running.placement.start : -1;
+      const gi = machine.listGpuInstances(0).find((g) => g.start === start)!;
+      const ci = machine.listComputeInstances(0).find((c) => c.gpuInstanceId === gi.id)!;
+      const helper = await until('the helper started', async () => {
+        try {
+          const pid = Number(readFileSync(pidFile, 'utf8'));
+          return pid > 0 ? pid : null;
+        } catch {
+          return null;
+        }
+      });
+      const jobPid = await until('the runner recording the job', async () => {
+        try {
+          return (JSON.parse(readFileSync(join(running.process!.dir, 'runner.json'), 'utf8')) as { jobPid?: number }).jobPid ?? null;
+        } catch {
+          return null;
+        }
+      });
+      const session = (pid: number) => readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ')[3];
+      expect(session(helper)).not.toBe(session(jobPid));
+      // nvidia-smi lists the helper on the job's slice, beside a process someone else started there; a tick's read sees both.
+      gpu.extra = [{ pid: helper, name: 'sleep', gpu: 0, gpuInstanceId: gi.id, computeInstanceId: ci.id, usedMemoryMiB: 500 }];
+      const other = machine.attachProcess(0, { gpuInstanceId: gi.id, computeInstanceId: ci.id, name: 'someone-elses.py' });
+      await tick(service);
+      // The job ends; the reads just after its end still list the helper: only the other process is someone else's.
+      await service.cancel(job.id);
+      await until('the job cancelled', async () => ((await service.getJob(job.id))?.state === 'cancelled' ? true : null));
+      await service.idle();
+      await tick(service);
+      expect(logs.filter((l) => l.includes('did not start'))).toEqual([`GPU 0 instance at ${start}: process ${other} that migpool did not start runs on it; no job starts there until it ends`]);
+      // A tick later it is still listed: it keeps jobs off the slice too.
+      clock += 50;
+      await tick(service);
+      expect((await service.gpus())[0]!.instances.find((i) => i.start === start)?.foreignPids).toEqual([other, helper]);
+    });
+
     it('starts the job when that read fails, as the last read allowed, and says so once', async () => {
       manualTicks();
       const { service, logs, gpu } = await startService('1xA100-SXM4-40GB', 'exclusive');

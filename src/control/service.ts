@@ -2,7 +2,7 @@ import { closeSync, fstatSync, mkdirSync, openSync, readSync } from 'node:fs';
 import { join } from 'node:path';
 import { badInput, MigpoolError } from '../errors.js';
 import type { Executor, ExitReport } from '../exec/executor.js';
-import { findRunnerProcess, readExitFile, readJobSession, readProcessRef } from '../exec/local-executor.js';
+import { findRunnerProcess, isAttemptProcess, readExitFile, readJobSession, readProcessRef } from '../exec/local-executor.js';
 import { readProcStat } from '../exec/proc.js';
 import { readLogChunk } from '../exec/log-file.js';
 import { ProgressReader } from '../exec/progress-reader.js';
@@ -1340,7 +1340,8 @@ export class PoolServiceImpl implements PoolService {
   /**
    * Whether GPU process `pid` is one of the jobs' own: a live process (in this machine's /proc) in
    * the session of a job's current attempt (readJobSession), which a process someone else started
-   * beside the job cannot join.
+   * beside the job cannot join; or one of the attempt's that left that session with setsid()
+   * (isAttemptProcess: the attempt's marks in its environment, run as the job's account).
    */
   private isJobsProcess(pid: number, jobIds: readonly string[]): boolean {
     const session = readProcStat(pid)?.session;
@@ -1348,6 +1349,10 @@ export class PoolServiceImpl implements PoolService {
     for (const id of jobIds) {
       const dir = this.active.get(id)?.process?.dir;
       if (dir !== undefined && readJobSession(dir) === session) return true;
+    }
+    for (const id of jobIds) {
+      const dir = this.active.get(id)?.process?.dir;
+      if (dir !== undefined && isAttemptProcess(pid, dir)) return true;
     }
     return false;
   }

@@ -25,13 +25,13 @@
  */
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
-import { closeSync, existsSync, fchmodSync, fchownSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { closeSync, existsSync, fchmodSync, fchownSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { basename, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { MigpoolError, badInput } from '../errors.js';
 import type { ProcessRef } from '../store/types.js';
 import type { Executor, ExitReport, LaunchSpec } from './executor.js';
-import { findProcessesByEnviron, isSameLiveProcess, listPids, readCmdline, readProcStat } from './proc.js';
+import { environHasAll, findProcessesByEnviron, isSameLiveProcess, listPids, readCmdline, readEnviron, readProcStat } from './proc.js';
 import { withoutServiceSecrets } from './service-secrets.js';
 
 export interface LocalExecutorOptions {
@@ -187,6 +187,26 @@ function marksOfLaunch(dir: string): string[] | null {
   const env = launch.env;
   const entries = ATTEMPT_MARK_NAMES.map((name) => (typeof env[name] === 'string' ? `${name}=${env[name]}` : null));
   return entries.every((e) => e !== null) ? (entries as string[]) : null;
+}
+
+/**
+ * Whether process `pid` belongs to the attempt in `dir` though it left the job's session (setsid):
+ * it carries the attempt's marks (launch.json's MIGPOOL_JOB_ID, MIGPOOL_ATTEMPT and
+ * MIGPOOL_ATTEMPT_DIR, as whole entries of its environ) and runs as the account the job runs as
+ * (the owner of the attempt's stdout.log, which the executor gives to that account). An
+ * environment can be written by anyone who starts a process, so the account is checked too: a
+ * process of another user that copies the marks still counts as someone else's.
+ */
+export function isAttemptProcess(pid: number, dir: string): boolean {
+  const marks = marksOfLaunch(dir);
+  if (marks === null) return false;
+  const environ = readEnviron(pid);
+  if (environ === null || !environHasAll(environ, marks)) return false;
+  try {
+    return statSync(`/proc/${pid}`).uid === statSync(attemptFiles(dir).stdout).uid;
+  } catch {
+    return false;
+  }
 }
 
 /**

@@ -97,6 +97,11 @@ export function readCmdline(pid: number, procRoot = '/proc'): string[] | null {
   return readNulList(`${procRoot}/${pid}/cmdline`);
 }
 
+/** The environment a process was started with (/proc/PID/environ), or null when it cannot be read (gone, not ours to read). */
+export function readEnviron(pid: number, procRoot = '/proc'): string[] | null {
+  return readNulList(`${procRoot}/${pid}/environ`);
+}
+
 /**
  * True when `environ` (the entries of /proc/PID/environ) holds every one of `wanted`, each
  * `NAME=value` as a whole entry: `MIGPOOL_ATTEMPT=1` does not match `MIGPOOL_ATTEMPT=10`, nor
