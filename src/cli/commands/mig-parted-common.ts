@@ -10,7 +10,7 @@ import { badInput, MigpoolError } from '../../errors.js';
 import { lockDataDir } from '../data-dir-lock.js';
 import { stateDirOf, type DeviceOptions } from '../device.js';
 import type { GpuPort, GpuProcess } from '../../gpu/port.js';
-import { SimulatedGpuPort } from '../../gpu/simulated/driver.js';
+import { FileSimulatedGpuPort } from '../../gpu/simulated/file-port.js';
 import { checkHooksRunnable, type RunHooksOptions } from '../../exec/hooks-runner.js';
 import { parseMigPartedHooks, type MigPartedHooks } from '../../partition/hooks.js';
 import { readUserText, type Io } from '../io.js';
@@ -121,10 +121,11 @@ export function hookRunOptions(io: Io, debug: { on: boolean; log: DebugLog }, js
  * naming them (control/apply.ts).
  */
 export function processStopperOf(port: GpuPort): ((processes: readonly GpuProcess[]) => Promise<void>) | null {
-  if (!(port instanceof SimulatedGpuPort)) return null;
+  if (!(port instanceof FileSimulatedGpuPort)) return null;
   return (processes) => {
-    for (const p of processes) port.machine.detachProcess(p.pid);
-    port.persist();
+    port.update((machine) => {
+      for (const p of processes) machine.detachProcess(p.pid);
+    });
     return Promise.resolve();
   };
 }
