@@ -2,12 +2,13 @@
  * `apply/restore --hook-timeout`: a mig-parted hook that hangs no longer hangs the apply with the
  * GPUs half way. End to end through the CLI on a simulated machine.
  */
+import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { cli } from './run-cli.js';
+import { BIN, cli } from './run-cli.js';
 
 const DEFAULTS = fileURLToPath(new URL('./fixtures/mig-parted/config-default.yaml', import.meta.url));
 
@@ -129,5 +130,21 @@ describe('apply --hook-timeout', () => {
   it('--help states the option, its default and its variable', async () => {
     const r = await cli('apply', '--help');
     expect(r.out.replace(/\s+/g, ' ')).toMatch(/--hook-timeout <seconds> stop a hook that runs longer than this many seconds, with all it started, and fail \(default 600, or \$MIGPOOL_HOOK_TIMEOUT; mig-parted has no limit\)/);
+  });
+
+  it('passes a Ctrl-C (SIGINT) of migpool on to the hook, which runs in a process group of its own', { timeout: 60_000 }, async () => {
+    const dir = tmp();
+    const hooks = join(dir, 'hooks.yaml');
+    writeFileSync(hooks, `version: v1\nhooks:\n  apply-start:\n  - workdir: ${dir}\n    command: /bin/sh\n    args: ["-c", "echo $$ > sh.pid; exec sleep 30"]\n`);
+    const child = spawn(process.execPath, [BIN, 'apply', '-f', DEFAULTS, '-c', 'all-1g.5gb', '-k', hooks, ...box()], { stdio: 'ignore' });
+    const exited = new Promise<NodeJS.Signals | null>((resolve) => child.once('exit', (_code, signal) => resolve(signal)));
+    const written = (): boolean => existsSync(join(dir, 'sh.pid')) && /^\d+\n$/.test(readFileSync(join(dir, 'sh.pid'), 'utf8'));
+    for (let i = 0; i < 200 && !written(); i++) await new Promise((resolve) => setTimeout(resolve, 50));
+    const hook = Number(readFileSync(join(dir, 'sh.pid'), 'utf8'));
+    expect(alive(hook)).toBe(true);
+    child.kill('SIGINT');
+    expect(await exited).toBe('SIGINT');
+    for (let i = 0; i < 40 && alive(hook); i++) await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(alive(hook)).toBe(false);
   });
 });
