@@ -5,9 +5,10 @@
  * 16 processes, and a `sim attach` made while an apply ran was lost at the apply's next write.
  */
 import { execFile, spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { BIN, cli } from './run-cli.js';
 
@@ -87,5 +88,27 @@ describe('the simulated machine is changed by one command at a time', () => {
     expect(Date.now() - started).toBeLessThan(10_000);
     expect(pids(stateDir)).toEqual([Number(r.out.trim())]);
     expect(existsSync(lock)).toBe(false);
+  });
+
+  // Needs root, to run the fake nvidia-smi as user nobody (setpriv, util-linux).
+  it.skipIf(process.getuid?.() !== 0)("answers a job's fake nvidia-smi query from a state directory its user may only read", { timeout: 60_000 }, async () => {
+    const stateDir = mkdtempSync(join(dir, 'read-only-'));
+    expect((await cli('sim', 'reset', '--simulate', '1xA100-SXM4-40GB', '--state-dir', stateDir)).code).toBe(0);
+    chmodSync(dir, 0o755);
+    chmodSync(stateDir, 0o755);
+    const fake = fileURLToPath(new URL('../bin/fake-nvidia-smi.js', import.meta.url));
+    const asNobody = (args: string[]): Promise<Run> =>
+      new Promise((resolve) => {
+        execFile('setpriv', ['--reuid=65534', '--regid=65534', '--clear-groups', process.execPath, fake, ...args], { encoding: 'utf8', env: { ...process.env, MIGPOOL_FAKE_NVIDIA_SMI_STATE: join(stateDir, 'simulated-machine.json') } }, (error, out, err) =>
+          resolve({ code: error ? (typeof error.code === 'number' ? error.code : -1) : 0, out, err }),
+        );
+      });
+    const query = await asNobody(['-L']);
+    expect(query.err).toBe('');
+    expect(query.out).toMatch(/^GPU 0: NVIDIA A100-SXM4-40GB \(UUID: GPU-/);
+    // A change is refused as before: the user may not write the state file.
+    const change = await asNobody(['-i', '0', '-mig', '1']);
+    expect(change.code).toBe(255);
+    expect(change.err).toMatch(/cannot write simulator state .*: EACCES/);
   });
 });

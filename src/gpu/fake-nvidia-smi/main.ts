@@ -362,7 +362,8 @@ export function runFakeNvidiaSmi(argv: string[], env: Record<string, string | un
   const command = parsed;
   try {
     // Read, change and write under the state file's lock: `migpool sim attach`, an apply or the
-    // service may change the machine at the same moment.
+    // service may change the machine at the same moment. A job's user that may only read the
+    // state directory still gets its queries answered.
     return withStateLock(path, () => {
       const machine = loadMachine(path);
       if (machine === null) return text(DRIVER_NOT_LOADED, 9);
@@ -378,7 +379,7 @@ export function runFakeNvidiaSmi(argv: string[], env: Record<string, string | un
       }
       if (JSON.stringify(machine.state) !== before) saveMachine(path, machine);
       return result;
-    });
+    }, { readOnlyOk: true });
   } catch (e) {
     return text('', 255, `fake nvidia-smi: ${e instanceof Error ? e.message : String(e)}\n`);
   }

@@ -141,13 +141,18 @@ function takeOver(lock: string, seen: Holder): void {
   }
 }
 
-function acquire(lock: string, statePath: string, waitMs: number): void {
+/** Errors of creating a file in a directory this process may not write. */
+const READ_ONLY = new Set(['EACCES', 'EPERM', 'EROFS']);
+
+/** Takes the lock: true when taken, false when the directory is read-only and `readOnlyOk`. */
+function acquire(lock: string, statePath: string, waitMs: number, readOnlyOk: boolean): boolean {
   const deadline = Date.now() + waitMs;
   let wait = 1;
   for (;;) {
     try {
-      if (create(lock)) return;
+      if (create(lock)) return true;
     } catch (e) {
+      if (readOnlyOk && READ_ONLY.has((e as NodeJS.ErrnoException).code ?? '')) return false;
       throw new MigpoolError('BAD_INPUT', `cannot create the lock ${lock} of the simulated machine: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}; pass a writable --state-dir`, { lock });
     }
     const holder = readHolder(lock);
@@ -173,9 +178,11 @@ function acquire(lock: string, statePath: string, waitMs: number): void {
  * Runs `body` holding the lock of the state file `statePath`, and returns what it returns. `body`
  * must do its reading, changing and writing synchronously (the lock is dropped when it returns).
  * Taken again inside itself, it is held once. Waits at most `waitMs` for another holder, then
- * throws RUNTIME naming the lock file.
+ * throws RUNTIME naming the lock file. With `readOnlyOk`, a directory this process may not write
+ * in (a job's user reading the machine of a service's state directory) runs `body` without the
+ * lock: it can read there, and a write would fail anyway.
  */
-export function withStateLock<T>(statePath: string, body: () => T, options: { waitMs?: number } = {}): T {
+export function withStateLock<T>(statePath: string, body: () => T, options: { waitMs?: number; readOnlyOk?: boolean } = {}): T {
   const lock = stateLockPath(statePath);
   const depth = held.get(lock);
   if (depth !== undefined) {
@@ -186,7 +193,7 @@ export function withStateLock<T>(statePath: string, body: () => T, options: { wa
       held.set(lock, depth);
     }
   }
-  acquire(lock, statePath, options.waitMs ?? STATE_LOCK_WAIT_MS);
+  if (!acquire(lock, statePath, options.waitMs ?? STATE_LOCK_WAIT_MS, options.readOnlyOk === true)) return body();
   held.set(lock, 1);
   try {
     return body();
