@@ -126,6 +126,12 @@ describe('a time limit on hooks (timeoutMs)', () => {
     expect(await gone(pidIn('sleep.pid'))).toBe(true);
   });
 
+  it('kills what is left of the group once a timed-out hook has ended, also a child that ignores SIGTERM and let go of the pipes', async () => {
+    const err = await failure(runHooks('pre-apply-mode', [shell('(trap "" TERM; exec sleep 30) >/dev/null 2>&1 & echo $! > sleep.pid; wait')], env, { timeoutMs: 300, killGraceMs: 20_000 }));
+    expect(err.details).toMatchObject({ timedOut: true });
+    expect(await gone(pidIn('sleep.pid'))).toBe(true);
+  });
+
   it('does not wait for what a finished hook left running in the background, and leaves it running, as mig-parted', async () => {
     const started = Date.now();
     await runHooks('apply-start', [shell('sleep 20 & echo $! > bg.pid')], env, { timeoutMs: 10_000 });

@@ -157,6 +157,9 @@ function runOne(point: string, index: number, hook: HookSpec, env: Readonly<Reco
       settled = true;
       for (const t of timers) clearTimeout(t);
       stopForwarding();
+      // A hook past its limit has ended: what is left of its group (a child that ignored SIGTERM
+      // and let go of the pipes) goes too, not to outlive the apply.
+      if (timedOut && pgid !== undefined) killGroup(pgid, 'SIGKILL');
       // Whatever still holds the pipes (a background process of the hook) may write on: read and
       // drop it without keeping this process alive.
       for (const stream of [child.stdout, child.stderr]) {
