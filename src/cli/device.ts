@@ -3,10 +3,11 @@ import { join } from 'node:path';
 import { badInput } from '../errors.js';
 import { NvidiaSmiPort } from '../gpu/nvidia-smi/driver.js';
 import type { GpuPort } from '../gpu/port.js';
-import { SimulatedGpuPort } from '../gpu/simulated/driver.js';
+import { FileSimulatedGpuPort } from '../gpu/simulated/file-port.js';
 import { SimulatedMachine } from '../gpu/simulated/machine.js';
 import { parseSimulateSpec } from '../gpu/simulated/spec.js';
 import { loadMachine, saveMachine } from '../gpu/simulated/state-file.js';
+import { withStateLock } from '../gpu/simulated/state-lock.js';
 
 /** The options every device command takes. */
 export interface DeviceOptions {
@@ -37,29 +38,28 @@ function specKey(spec: string): string {
     .join(',');
 }
 
-/** Creates (or replaces) the simulated machine of `spec` and saves it. */
+/** Creates (or replaces) the simulated machine of `spec` and saves it (holding the state file's lock). */
 export function resetSimulator(spec: string, path: string, seed = 1): SimulatedMachine {
   const machine = SimulatedMachine.create(parseSimulateSpec(spec), seed, spec);
-  saveMachine(path, machine);
+  withStateLock(path, () => saveMachine(path, machine));
   return machine;
 }
 
 /**
  * Opens the GPUs a device command works on: the simulated machine of --simulate (kept in the state
- * directory so that successive commands see the same box), or the real GPUs through nvidia-smi.
+ * directory so that successive commands see the same box; each change is made on the file's latest
+ * state under its lock, so that `migpool sim attach` and others at the same time are kept), or the
+ * real GPUs through nvidia-smi.
  */
 export function openGpuPort(opts: DeviceOptions, env: NodeJS.ProcessEnv = process.env): GpuPort {
   const spec = simulateSpecOf(opts, env);
   if (spec === undefined) return new NvidiaSmiPort();
   const path = simulatorStatePath(opts, env);
-  let machine = loadMachine(path);
-  if (machine === null) {
-    machine = resetSimulator(spec, path);
-  } else if (machine.state.spec !== undefined && specKey(machine.state.spec) !== specKey(spec)) {
+  const machine = withStateLock(path, () => loadMachine(path) ?? resetSimulator(spec, path));
+  if (machine.state.spec !== undefined && specKey(machine.state.spec) !== specKey(spec)) {
     throw badInput(
       `the simulated machine in ${path} is ${machine.state.spec}, not ${spec}: run 'migpool sim reset --simulate ${spec}' to replace it, or pass another --state-dir`,
     );
   }
-  const kept = machine;
-  return new SimulatedGpuPort(kept, () => saveMachine(path, kept));
+  return new FileSimulatedGpuPort(path, machine);
 }

@@ -20,8 +20,6 @@ import type { GpuPort } from '../gpu/port.js';
 import type { Workload } from '../perf/types.js';
 import { openGpuPort, simulatorStatePath } from './device.js';
 import { isFetchBadPort } from './fetch-bad-ports.js';
-import { SimulatedGpuPort } from '../gpu/simulated/driver.js';
-import { FileSimulatedGpuPort } from '../gpu/simulated/file-port.js';
 import type { MultiplexOptions } from '../control/multiplex.js';
 
 /** What `migpool serve` (and `migpool demo`) start with; defaults in brackets. */
@@ -168,9 +166,8 @@ export async function startPool(o: PoolOptions): Promise<RunningPool> {
 
 /** {@link startPool} once the data dir is this process's: `close` releases it last. */
 async function startHolding(o: PoolOptions, host: string, port: number, policy: ReturnType<typeof parsePolicy>, lock: DataDirLock): Promise<RunningPool> {
-  const opened = openGpuPort({ simulate: o.simulate, stateDir: o.dataDir }, {});
-  // The simulated machine is shared with `migpool sim attach` and the jobs' fake nvidia-smi: read its file again when they change it.
-  const gpu = opened instanceof SimulatedGpuPort ? new FileSimulatedGpuPort(simulatorStatePath({ stateDir: o.dataDir }, {}), opened.machine) : opened;
+  // The simulated machine is shared with `migpool sim attach` and the jobs' fake nvidia-smi: its port reads the file again when they change it, and changes it under the file's lock.
+  const gpu = openGpuPort({ simulate: o.simulate, stateDir: o.dataDir }, {});
   const jobEnv: Record<string, string> = o.simulate ? { MIGPOOL_FAKE_NVIDIA_SMI_STATE: simulatorStatePath({ stateDir: o.dataDir }, {}) } : {};
   const store = await openStore({ dataDir: o.dataDir, databaseUrl: o.database });
   const executor = openExecutor(o, gpu);

@@ -73,7 +73,6 @@ describe('runHooks', () => {
     expect((await failure(runHooks('apply-exit', [{ ...hook(''), command: join(dir, 'nope') }], env))).message).toMatch(/could not start: command .*nope not found/);
     expect((await failure(runHooks('apply-exit', [hook('', { workdir: join(dir, 'missing') })], env))).message).toMatch(/could not start: workdir .*missing does not exist/);
     expect((await failure(runHooks('apply-exit', [hook('', { command: '' })], env))).message).toMatch(/^apply-exit hook \[0\] \(hooks\.yaml:3\) has no command/);
-    expect((await failure(runHooks('apply-exit', [hook('setTimeout(() => {}, 10000)')], env, { timeoutMs: 200 }))).message).toMatch(/was killed by SIGTERM after 200 ms/);
   });
 
   it('runs hooks parsed from a file', async () => {
@@ -83,6 +82,82 @@ describe('runHooks', () => {
     const hooks = parseMigPartedHooks(yaml, join(dir, 'hooks.yaml'));
     await runHooks('apply-start', hooks.hooks.get('apply-start') ?? [], env);
     expect(readFileSync(out, 'utf8')).toBe('all-balanced');
+  });
+});
+
+/** A hook run by /bin/sh (a script that forks its commands, as mig-parted's hooks.sh does). */
+const shell = (script: string): HookSpec => ({ command: '/bin/sh', args: ['-c', script], envs: {}, workdir: dir, file: 'hooks.yaml', line: 7 });
+/** Whether a process is still there (a zombie counts as gone). */
+function alive(pid: number): boolean {
+  try {
+    return !/^\S+ \(.*\) [ZX] /.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
+  } catch {
+    return false;
+  }
+}
+const pidIn = (file: string): number => Number(readFileSync(join(dir, file), 'utf8').trim());
+async function gone(pid: number): Promise<boolean> {
+  for (let i = 0; i < 40 && alive(pid); i++) await new Promise((r) => setTimeout(r, 50));
+  return !alive(pid);
+}
+
+describe('a time limit on hooks (timeoutMs)', () => {
+  it('stops a hook past the limit and fails naming the hook, the limit and the fix', async () => {
+    const err = await failure(runHooks('apply-exit', [hook('setTimeout(() => {}, 10000)')], env, { timeoutMs: 200, timeoutFix: 'raise --hook-timeout or fix the hook' }));
+    expect(err.code).toBe('RUNTIME');
+    expect(err.message).toMatch(/^apply-exit hook \[0\] \(hooks\.yaml:3\) \S*node -e .* was still running after 0\.2 s and was stopped \(SIGTERM to its process group\); raise --hook-timeout or fix the hook$/);
+    expect(err.details).toMatchObject({ timedOut: true, timeoutMs: 200, signal: 'SIGTERM' });
+  });
+
+  it('stops what a shell script hook started too, without waiting for it to let go of the output pipe', async () => {
+    const started = Date.now();
+    // The shell forks sleep, which holds the hook's stdout and stderr; execFile's timeout signalled only the shell.
+    const err = await failure(runHooks('pre-apply-config', [shell('sleep 30 & echo $! > sleep.pid; wait; echo done')], env, { timeoutMs: 500 }));
+    expect(err.message).toMatch(/^pre-apply-config hook \[0\] \(hooks\.yaml:7\) \/bin\/sh -c .* was still running after 0\.5 s/);
+    expect(Date.now() - started).toBeLessThan(3000);
+    expect(await gone(pidIn('sleep.pid'))).toBe(true);
+  });
+
+  it('kills the process group of a hook that ignores SIGTERM after the grace time', async () => {
+    const started = Date.now();
+    const err = await failure(runHooks('pre-apply-mode', [shell('trap "" TERM; sleep 30 & echo $! > sleep.pid; wait')], env, { timeoutMs: 300, killGraceMs: 300 }));
+    expect(err.message).toMatch(/was still running after 0\.3 s and was stopped \(SIGTERM to its process group, then SIGKILL\)/);
+    expect(Date.now() - started).toBeLessThan(3000);
+    expect(await gone(pidIn('sleep.pid'))).toBe(true);
+  });
+
+  it('kills what is left of the group once a timed-out hook has ended, also a child that ignores SIGTERM and let go of the pipes', async () => {
+    const err = await failure(runHooks('pre-apply-mode', [shell('(trap "" TERM; exec sleep 30) >/dev/null 2>&1 & echo $! > sleep.pid; wait')], env, { timeoutMs: 300, killGraceMs: 20_000 }));
+    expect(err.details).toMatchObject({ timedOut: true });
+    expect(await gone(pidIn('sleep.pid'))).toBe(true);
+  });
+
+  it('does not wait for what a finished hook left running in the background, and leaves it running, as mig-parted', async () => {
+    const started = Date.now();
+    await runHooks('apply-start', [shell('sleep 20 & echo $! > bg.pid')], env, { timeoutMs: 10_000 });
+    expect(Date.now() - started).toBeLessThan(5000);
+    const pid = pidIn('bg.pid');
+    expect(alive(pid)).toBe(true);
+    process.kill(pid, 'SIGKILL');
+  });
+
+  it('runs apply-exit after a pre-apply hook timed out (mig-parted defers apply-exit once apply-start succeeded)', async () => {
+    const hooks = { file: 'hooks.yaml', version: 'v1', hooks: new Map(Object.entries({ 'pre-apply-mode': [hook('setTimeout(() => {}, 10000)')], 'apply-exit': [logs('exit')] })), warnings: [] };
+    let changed = false;
+    const err = await failure(
+      applyWithHooks(
+        hooks,
+        env,
+        async (runPoint) => {
+          await runPoint('pre-apply-mode');
+          changed = true;
+        },
+        { timeoutMs: 200 },
+      ),
+    );
+    expect(err.details).toMatchObject({ point: 'pre-apply-mode', timedOut: true });
+    expect(changed).toBe(false);
+    expect(logged()).toEqual(['exit']);
   });
 });
 

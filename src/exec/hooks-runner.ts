@@ -2,8 +2,8 @@
  * Runs mig-parted hooks (partition/hooks.ts) the way mig-parted runs them
  * (github.com/NVIDIA/mig-parted api/hooks/v1/hooks.go HookSpec.Run and HooksMap.Run;
  * cmd/nvidia-mig-parted/apply/apply.go ApplyMigConfigWithHooks): each hook is one process
- * started with execFile and an argument list (never a shell), in its `workdir`, one after the
- * other; the first failure stops the list.
+ * started with an argument list (never a shell), in its `workdir`, one after the other; the first
+ * failure stops the list. Unlike mig-parted, a time limit can be set (`timeoutMs`).
  *
  * Environment: the process environment (unless `inheritEnv: false`), then the hook's `envs`,
  * then mig-parted's variables (partition/hooks.ts migPartedHookEnv), later ones winning. Note
@@ -11,7 +11,7 @@
  * `envs` and the MIG_PARTED_* variables. `inheritEnv: false` reproduces that exactly, bare
  * command names then being looked up in this process's PATH as Go's exec.Command does.
  */
-import { execFile } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { accessSync, constants, existsSync, statSync } from 'node:fs';
 import { delimiter, isAbsolute, join, resolve } from 'node:path';
 import { badInput, MigpoolError } from '../errors.js';
@@ -30,8 +30,15 @@ export interface RunHooksOptions {
   output?: { out(line: string): void; err(line: string): void };
   /** Called before each hook runs, with its point, index and command line (for `-d`). */
   onStart?: (what: string) => void;
-  /** Kill a hook that runs longer than this (ms). Default 0: no limit, as mig-parted. */
+  /**
+   * Stop a hook that runs longer than this (ms), with every process it started (its process
+   * group), and fail. Default 0: no limit, as mig-parted (which has none).
+   */
   timeoutMs?: number;
+  /** Time between SIGTERM and SIGKILL for a hook past `timeoutMs`. Default {@link HOOK_KILL_GRACE_MS}. */
+  killGraceMs?: number;
+  /** The fix a timed-out hook's error names, e.g. `raise --hook-timeout or fix the hook`. */
+  timeoutFix?: string;
 }
 
 function lookPath(command: string): string {
@@ -55,6 +62,66 @@ function lastLine(text: string): string {
   return line.length > 200 ? `${line.slice(0, 197)}...` : line;
 }
 
+/**
+ * How long a hook that ran past its time limit gets between SIGTERM and SIGKILL (to its whole
+ * process group). A choice: enough for a shell script's `trap` to clean up, short beside the
+ * minutes of the limit itself (mig-parted has no limit, so nothing to copy).
+ */
+export const HOOK_KILL_GRACE_MS = 5000;
+
+/**
+ * How long to wait, once a hook's own process has ended, for its stdout and stderr pipes to close.
+ * Output still in the pipe is read within milliseconds; the pipes stay open past that only when a
+ * process the hook left running in the background inherited them. mig-parted (Go's cmd.Run with
+ * Stdout an *os.File or nil) does not wait for such processes, so neither do we; they keep running.
+ */
+const PIPE_DRAIN_MS = 1000;
+
+/** The most stderr kept for the error message and `details.stderr`: its last 64 KiB. */
+const STDERR_TAIL_CHARS = 64 * 1024;
+
+/** Signals that end migpool which also reach a running hook, as they would in mig-parted (see runOne). */
+const FORWARDED_SIGNALS: readonly NodeJS.Signals[] = ['SIGINT', 'SIGTERM', 'SIGHUP'];
+
+/** Sends `signal` to every process of the group `pgid`; a group already gone is no error. */
+function killGroup(pgid: number, signal: NodeJS.Signals): void {
+  try {
+    process.kill(-pgid, signal);
+  } catch {
+    // ESRCH: no process of the group is left.
+  }
+}
+
+/**
+ * While a hook runs in its own process group, a SIGINT, SIGTERM or SIGHUP to migpool is passed on
+ * to that group (mig-parted's hooks share its group, so a Ctrl-C reaches them), and then, when
+ * nothing else of this process listens for it, raised again so that migpool ends as it would have.
+ * Returns the function that stops forwarding.
+ */
+function forwardSignals(pgid: number): () => void {
+  const handlers = FORWARDED_SIGNALS.map((signal) => {
+    const handler = (): void => {
+      killGroup(pgid, signal);
+      stop();
+      if (process.listenerCount(signal) === 0) process.kill(process.pid, signal);
+    };
+    process.on(signal, handler);
+    return { signal, handler };
+  });
+  const stop = (): void => {
+    for (const { signal, handler } of handlers) process.off(signal, handler);
+  };
+  return stop;
+}
+
+/**
+ * Runs one hook. It starts in a process group of its own (spawn `detached`, which is setsid(2)),
+ * so that a hook that runs past `timeoutMs` is ended with everything it started: SIGTERM to the
+ * group, SIGKILL {@link HOOK_KILL_GRACE_MS} later. execFile's own `timeout` signals only the
+ * process it started: a shell script's `sleep` lived on after the apply gave up. And execFile
+ * answers only once the output pipes close: a hook `sh -c 'sleep 5 &'` held the apply 5 s (measured
+ * with the execFile runner), a hook that starts a daemon held it for ever.
+ */
 function runOne(point: string, index: number, hook: HookSpec, env: Readonly<Record<string, string>>, options: RunHooksOptions): Promise<void> {
   const shown = [hook.command, ...hook.args].map((a) => (/^[\w@%+=:,./-]+$/.test(a) ? a : JSON.stringify(a))).join(' ');
   const where = `${point} hook [${index}] (${hook.file}:${hook.line}) ${shown}`;
@@ -69,48 +136,93 @@ function runOne(point: string, index: number, hook: HookSpec, env: Readonly<Reco
   }
   Object.assign(childEnv, hookEnv(hook, env));
   const command = inherit ? hook.command : lookPath(hook.command);
+  const timeoutMs = options.timeoutMs ?? 0;
   options.onStart?.(where);
   return new Promise((resolve, reject) => {
-    const child = execFile(
-      command,
-      hook.args,
-      {
-        cwd: hook.workdir === '' ? undefined : hook.workdir,
-        env: childEnv,
-        encoding: 'utf8',
-        maxBuffer: 64 * 1024 * 1024,
-        timeout: options.timeoutMs ?? 0,
-        windowsHide: true,
-      },
-      (error, _stdout, stderr) => {
-        if (!error) {
-          resolve();
-          return;
+    // stdin is /dev/null, as Go's exec.Cmd gives a nil Stdin.
+    const child = spawn(command, hook.args, { cwd: hook.workdir === '' ? undefined : hook.workdir, env: childEnv, detached: true, stdio: ['ignore', 'pipe', 'pipe'], windowsHide: true });
+    const pgid = child.pid;
+    const stopForwarding = pgid === undefined ? () => undefined : forwardSignals(pgid);
+    let stderr = '';
+    let timedOut = false;
+    let sentKill = false;
+    let exit: { code: number | null; signal: NodeJS.Signals | null } | null = null;
+    let openPipes = 2;
+    let settled = false;
+    const timers: NodeJS.Timeout[] = [];
+    const later = (ms: number, f: () => void): void => void timers.push(setTimeout(f, ms));
+
+    const settle = (error: MigpoolError | null): void => {
+      if (settled) return;
+      settled = true;
+      for (const t of timers) clearTimeout(t);
+      stopForwarding();
+      // A hook past its limit has ended: what is left of its group (a child that ignored SIGTERM
+      // and let go of the pipes) goes too, not to outlive the apply.
+      if (timedOut && pgid !== undefined) killGroup(pgid, 'SIGKILL');
+      // Whatever still holds the pipes (a background process of the hook) may write on: read and
+      // drop it without keeping this process alive.
+      for (const stream of [child.stdout, child.stderr]) {
+        stream?.removeAllListeners('data');
+        stream?.resume();
+        (stream as (NodeJS.ReadableStream & { unref?: () => void }) | null)?.unref?.();
+      }
+      if (error) reject(error);
+      else resolve();
+    };
+    const fail = (what: string, extra: Record<string, unknown>): void => {
+      const tail = lastLine(stderr);
+      settle(new MigpoolError('RUNTIME', `${where} ${what}${tail && !timedOut ? `: ${tail}` : ''}`, { ...details, stderr, ...extra }));
+    };
+    const finish = (): void => {
+      if (!exit) return;
+      if (timedOut) {
+        const seconds = timeoutMs / 1000;
+        fail(`was still running after ${seconds} s and was stopped (SIGTERM to its process group${sentKill ? ', then SIGKILL' : ''}); ${options.timeoutFix ?? 'raise the time limit or fix the hook'}`, {
+          exitCode: exit.code,
+          signal: exit.signal,
+          timedOut: true,
+          timeoutMs,
+        });
+      } else if (exit.code === 0) {
+        settle(null);
+      } else if (exit.code !== null) {
+        fail(`failed with exit status ${exit.code}`, { exitCode: exit.code, signal: null });
+      } else {
+        fail(`was killed by ${exit.signal ?? 'a signal'}`, { exitCode: null, signal: exit.signal });
+      }
+    };
+
+    child.on('error', (err: NodeJS.ErrnoException) => {
+      if (exit || pgid !== undefined) return; // an error after the start (a failed kill) changes nothing
+      let what: string;
+      if (err.code === 'ENOENT' && hook.workdir !== '' && !existsSync(hook.workdir)) what = `could not start: workdir ${hook.workdir} does not exist`;
+      else if (err.code === 'ENOENT') what = `could not start: command ${hook.command} not found`;
+      else what = `could not start: ${err.code ?? err.message}`;
+      fail(what, { exitCode: null, signal: null });
+    });
+    child.on('exit', (code, signal) => {
+      exit = { code, signal };
+      if (openPipes === 0) return finish();
+      later(PIPE_DRAIN_MS, () => {
+        // After a timeout, what is left of the group and still holds the pipes is stopped.
+        if (timedOut && pgid !== undefined) {
+          killGroup(pgid, 'SIGKILL');
+          sentKill = true;
         }
-        const err = error as NodeJS.ErrnoException & { code?: string | number; signal?: NodeJS.Signals | null; killed?: boolean };
-        const tail = lastLine(stderr);
-        let what: string;
-        if (typeof err.code === 'number') {
-          what = `failed with exit status ${err.code}`;
-        } else if (err.signal) {
-          what = `was killed by ${err.signal}${err.killed && options.timeoutMs ? ` after ${options.timeoutMs} ms` : ''}`;
-        } else if (err.code === 'ENOENT' && hook.workdir !== '' && !existsSync(hook.workdir)) {
-          what = `could not start: workdir ${hook.workdir} does not exist`;
-        } else if (err.code === 'ENOENT') {
-          what = `could not start: command ${hook.command} not found`;
-        } else {
-          what = `could not start: ${err.code ?? err.message}`;
-        }
-        reject(
-          new MigpoolError('RUNTIME', `${where} ${what}${tail ? `: ${tail}` : ''}`, {
-            ...details,
-            exitCode: typeof err.code === 'number' ? err.code : null,
-            signal: err.signal ?? null,
-            stderr,
-          }),
-        );
-      },
-    );
+        finish();
+      });
+    });
+    for (const stream of [child.stdout, child.stderr]) {
+      stream?.setEncoding('utf8');
+      stream?.on('close', () => {
+        openPipes--;
+        if (openPipes === 0) finish();
+      });
+    }
+    child.stderr?.on('data', (chunk: string) => {
+      stderr = (stderr + chunk).slice(-STDERR_TAIL_CHARS);
+    });
     if (options.output) {
       const sink = options.output;
       lineSplitter(child.stdout, (line) => sink.out(line));
@@ -118,6 +230,17 @@ function runOne(point: string, index: number, hook: HookSpec, env: Readonly<Reco
     } else if (options.echoOutput) {
       child.stdout?.on('data', (chunk: string) => process.stdout.write(chunk));
       child.stderr?.on('data', (chunk: string) => process.stderr.write(chunk));
+    }
+    if (timeoutMs > 0 && pgid !== undefined) {
+      later(timeoutMs, () => {
+        if (exit) return;
+        timedOut = true;
+        killGroup(pgid, 'SIGTERM');
+        later(options.killGraceMs ?? HOOK_KILL_GRACE_MS, () => {
+          killGroup(pgid, 'SIGKILL');
+          sentKill = true;
+        });
+      });
     }
   });
 }

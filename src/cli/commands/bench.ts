@@ -12,7 +12,7 @@ import { decimalValue } from '../../decimal-number.js';
 import { splitCommandLine } from '../../exec/argv.js';
 import { startMpsDaemon } from '../../exec/mps.js';
 import { STATE_ENV } from '../../gpu/fake-nvidia-smi/main.js';
-import { SimulatedGpuPort } from '../../gpu/simulated/driver.js';
+import { FileSimulatedGpuPort } from '../../gpu/simulated/file-port.js';
 import { resolveGpuModel } from '../../mig/catalog/index.js';
 import type { GpuModel } from '../../mig/types.js';
 import { workloadFromPoints, workloadToYaml, type MeasuredPoint, type YamlPoint } from '../../perf/user-workload.js';
@@ -132,7 +132,7 @@ async function benchReal(opts: BenchOptions, io: Io): Promise<void> {
   }
   const configs: BenchConfig[] = opts.configs ? parseBenchConfigs(opts.configs, model) : defaultConfigs(model);
   if (!configs.some((c) => c.name === '1xfull')) configs.unshift({ name: '1xfull', kind: 'full', jobs: 1 });
-  const simulated = port instanceof SimulatedGpuPort ? port : null;
+  const simulated = port instanceof FileSimulatedGpuPort ? port : null;
   const env: NodeJS.ProcessEnv = { ...process.env, ...(simulated ? { [STATE_ENV]: simulatorStatePath(device) } : {}) };
   const abort = new AbortController();
   const onSigint = () => abort.abort();
@@ -154,16 +154,14 @@ async function benchReal(opts: BenchOptions, io: Io): Promise<void> {
           startMps: simulated ? async () => async () => undefined : (dir) => startMpsDaemon(dir, env),
           registerJob: simulated
             ? (_pid, d) => {
-                const simPid = simulated.machine.attachProcess(gpuIndex, {
-                  ...(d.gpuInstanceId === null ? {} : { gpuInstanceId: d.gpuInstanceId }),
-                  ...(d.computeInstanceId === null ? {} : { computeInstanceId: d.computeInstanceId }),
-                  name: command[0] ?? 'job',
-                });
-                simulated.persist();
-                return () => {
-                  simulated.machine.detachProcess(simPid);
-                  simulated.persist();
-                };
+                const simPid = simulated.update((machine) =>
+                  machine.attachProcess(gpuIndex, {
+                    ...(d.gpuInstanceId === null ? {} : { gpuInstanceId: d.gpuInstanceId }),
+                    ...(d.computeInstanceId === null ? {} : { computeInstanceId: d.computeInstanceId }),
+                    name: command[0] ?? 'job',
+                  }),
+                );
+                return () => simulated.update((machine) => machine.detachProcess(simPid));
               }
             : undefined,
           onProgress: (f) => bar?.update(Math.round(((i + f) / configs.length) * 100), { config: config.name, n: i + 1, total: configs.length }),

@@ -5,11 +5,12 @@
  */
 import { mkdirSync } from 'node:fs';
 import type { Command } from 'commander';
+import { decimalValue } from '../../decimal-number.js';
 import { badInput, MigpoolError } from '../../errors.js';
 import { lockDataDir } from '../data-dir-lock.js';
 import { stateDirOf, type DeviceOptions } from '../device.js';
 import type { GpuPort, GpuProcess } from '../../gpu/port.js';
-import { SimulatedGpuPort } from '../../gpu/simulated/driver.js';
+import { FileSimulatedGpuPort } from '../../gpu/simulated/file-port.js';
 import { checkHooksRunnable, type RunHooksOptions } from '../../exec/hooks-runner.js';
 import { parseMigPartedHooks, type MigPartedHooks } from '../../partition/hooks.js';
 import { readUserText, type Io } from '../io.js';
@@ -60,11 +61,57 @@ export function loadHooks(hooksFile: string, io: Io, log: DebugLog): MigPartedHo
 }
 
 /**
+ * The default of `--hook-timeout`, in seconds: 10 minutes. NVIDIA mig-parted has no time limit on
+ * hooks (api/hooks/v1/hooks.go HookSpec.Run is a plain exec.Command(...).Run()), so a hook that
+ * hangs hangs the apply with the GPUs half way. The limit is migpool's choice, far above what
+ * NVIDIA's own hooks take: deployments/systemd/utils.sh bounds each docker/ctr command with
+ * `timeout 30` (cmd_timeout) and pauses 10 s after killing containers, and stopping a systemd
+ * service waits at most DefaultTimeoutStopSec=90s (systemd-system.conf(5)); the GPU Operator's MIG
+ * manager waits up to 5 minutes for its operand pods to go (pkg/mig/reconfigure/reconfigure.go).
+ */
+export const DEFAULT_HOOK_TIMEOUT_SECONDS = 600;
+
+/**
+ * The largest `--hook-timeout`: Node's timers hold at most 2^31-1 ms (a longer delay is set to
+ * 1 ms, with a TimeoutOverflowWarning: nodejs.org/api/timers.html#settimeoutcallback-delay-args),
+ * i.e. 2,147,483 s, 24.8 days.
+ */
+const MAX_HOOK_TIMEOUT_SECONDS = Math.floor((2 ** 31 - 1) / 1000);
+
+/** The variable `--hook-timeout` falls back to: migpool's own flag, so migpool's prefix (MIG_PARTED_ names mig-parted's flags). */
+export const HOOK_TIMEOUT_ENV = 'MIGPOOL_HOOK_TIMEOUT';
+
+/** The help of `--hook-timeout <seconds>` (apply, restore). */
+export const HOOK_TIMEOUT_HELP = `stop a hook that runs longer than this many seconds, with all it started, and fail (default ${DEFAULT_HOOK_TIMEOUT_SECONDS}, or $${HOOK_TIMEOUT_ENV}; mig-parted has no limit)`;
+
+/**
+ * The hook time limit in ms: `--hook-timeout`, else $MIGPOOL_HOOK_TIMEOUT, else the default.
+ * A number of seconds above 0 and at most 2,147,483; anything else is BAD_INPUT naming where it
+ * came from.
+ */
+export function hookTimeoutMs(flag: string | undefined, env: NodeJS.ProcessEnv = process.env): number {
+  const fromEnv = flag === undefined ? env[HOOK_TIMEOUT_ENV] : undefined;
+  const text = flag ?? fromEnv;
+  if (text === undefined) return DEFAULT_HOOK_TIMEOUT_SECONDS * 1000;
+  const where = flag !== undefined ? '--hook-timeout' : HOOK_TIMEOUT_ENV;
+  const seconds = decimalValue(text);
+  if (!(seconds > 0 && seconds <= MAX_HOOK_TIMEOUT_SECONDS)) {
+    throw badInput(
+      `${where} '${text}' is not a time limit: give the seconds a hook may run, above 0 and at most ${MAX_HOOK_TIMEOUT_SECONDS} (default ${DEFAULT_HOOK_TIMEOUT_SECONDS})`,
+      { flag: where },
+    );
+  }
+  return Math.max(1, Math.round(seconds * 1000));
+}
+
+/**
  * How hooks run for a command: under `-d` their output is shown (stdout on stdout, stderr on
  * stderr), as mig-parted shows it; with `--json` their stdout goes to stderr, keeping stdout JSON.
+ * A hook that runs past `timeoutMs` is stopped and the command fails naming --hook-timeout.
  */
-export function hookRunOptions(io: Io, debug: { on: boolean; log: DebugLog }, json = false): RunHooksOptions {
-  return debug.on ? { output: { out: (l) => (json ? io.err(l) : io.out(l)), err: (l) => io.err(l) }, onStart: (what) => debug.log(`Running ${what}`) } : {};
+export function hookRunOptions(io: Io, debug: { on: boolean; log: DebugLog }, json = false, timeoutMs = DEFAULT_HOOK_TIMEOUT_SECONDS * 1000): RunHooksOptions {
+  const limit: RunHooksOptions = { timeoutMs, timeoutFix: `raise --hook-timeout (or $${HOOK_TIMEOUT_ENV}) or fix the hook` };
+  return debug.on ? { ...limit, output: { out: (l) => (json ? io.err(l) : io.out(l)), err: (l) => io.err(l) }, onStart: (what) => debug.log(`Running ${what}`) } : limit;
 }
 
 /**
@@ -74,10 +121,11 @@ export function hookRunOptions(io: Io, debug: { on: boolean; log: DebugLog }, js
  * naming them (control/apply.ts).
  */
 export function processStopperOf(port: GpuPort): ((processes: readonly GpuProcess[]) => Promise<void>) | null {
-  if (!(port instanceof SimulatedGpuPort)) return null;
+  if (!(port instanceof FileSimulatedGpuPort)) return null;
   return (processes) => {
-    for (const p of processes) port.machine.detachProcess(p.pid);
-    port.persist();
+    port.update((machine) => {
+      for (const p of processes) machine.detachProcess(p.pid);
+    });
     return Promise.resolve();
   };
 }

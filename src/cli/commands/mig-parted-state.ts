@@ -11,7 +11,7 @@ import type { GpuPlan } from '../../partition/plan.js';
 import { openGpuPort, stateDirOf, type DeviceOptions } from '../device.js';
 import { writeJson, writeUserFile, type Io } from '../io.js';
 import { withDeviceOptions } from './status.js';
-import { debugLogOf, hookRunOptions, loadHooks, processStopperOf, readUserFile, withApplyLock, withDebugOption } from './mig-parted-common.js';
+import { debugLogOf, HOOK_TIMEOUT_HELP, hookRunOptions, hookTimeoutMs, loadHooks, processStopperOf, readUserFile, withApplyLock, withDebugOption } from './mig-parted-common.js';
 import { boolFlag, stringFlag } from './mig-parted-env.js';
 
 function checkpointFileOf(flag: string | undefined): string {
@@ -58,11 +58,13 @@ export function registerMigPartedState(program: Command, io: Io): void {
   withDebugOption(withDeviceOptions(program.command('restore').description('put the GPUs back as a checkpoint file has them, keeping instances already in place')))
     .option('-f, --checkpoint-file <file>', 'the checkpoint file (or $MIG_PARTED_CHECKPOINT_FILE)')
     .option('-k, --hooks-file <file>', 'mig-parted hooks file (or $MIG_PARTED_HOOKS_FILE)')
+    .option('--hook-timeout <seconds>', HOOK_TIMEOUT_HELP)
     .option('-m, --mode-only', 'only restore the MIG mode (or $MIG_PARTED_MODE_CHANGE_ONLY)')
     .option('--force', 'destroy instances that have processes when the checkpoint needs it (on a simulated machine their processes end first)')
     .option('--json', 'print JSON')
-    .action(async (opts: DeviceOptions & { checkpointFile?: string; hooksFile?: string; modeOnly?: boolean; force?: boolean; json?: boolean }, cmd: Command) =>
+    .action(async (opts: DeviceOptions & { checkpointFile?: string; hooksFile?: string; hookTimeout?: string; modeOnly?: boolean; force?: boolean; json?: boolean }, cmd: Command) =>
       withApplyLock(opts, async () => {
+      const timeoutMs = hookTimeoutMs(opts.hookTimeout);
       const debug = debugLogOf(io, cmd);
       const file = checkpointFileOf(opts.checkpointFile);
       debug.log('Parsing checkpoint file...');
@@ -100,7 +102,7 @@ export function registerMigPartedState(program: Command, io: Io): void {
             debug: debug.log,
             ...(stop ? { stopProcesses: stop } : {}),
           }),
-        hookRunOptions(io, debug, opts.json === true),
+        hookRunOptions(io, debug, opts.json === true, timeoutMs),
       );
       const after = (await readCurrentState(port)).flatMap((g) => (g.current ? [g.current] : []));
       const differences = checkpointDifferences(after, checkpoint, modeOnly);

@@ -11,7 +11,7 @@ import { migPartedHookEnv } from '../../partition/hooks.js';
 import { openGpuPort, stateDirOf, type DeviceOptions } from '../device.js';
 import { writeJson, type Io } from '../io.js';
 import { withDeviceOptions } from './status.js';
-import { debugLogOf, hookRunOptions, loadHooks, processStopperOf, readUserFile, withApplyLock, withDebugOption, type DebugLog } from './mig-parted-common.js';
+import { debugLogOf, HOOK_TIMEOUT_HELP, hookRunOptions, hookTimeoutMs, loadHooks, processStopperOf, readUserFile, withApplyLock, withDebugOption, type DebugLog } from './mig-parted-common.js';
 import { boolFlag, stringFlag } from './mig-parted-env.js';
 
 interface ConfigOptions extends DeviceOptions {
@@ -40,13 +40,15 @@ export function registerPartition(program: Command, io: Io): void {
     .option('-f, --config-file <file>', 'mig-parted v1 config file (or $MIG_PARTED_CONFIG_FILE)')
     .option('-c, --selected-config <name>', 'config to apply (or $MIG_PARTED_SELECTED_CONFIG)')
     .option('-k, --hooks-file <file>', 'mig-parted hooks file (or $MIG_PARTED_HOOKS_FILE)')
+    .option('--hook-timeout <seconds>', HOOK_TIMEOUT_HELP)
     .option('-m, --mode-only', 'only change MIG mode (or $MIG_PARTED_MODE_CHANGE_ONLY)')
     .option('-s, --skip-reset', 'leave pending MIG mode changes pending (or $MIG_PARTED_SKIP_RESET)')
     .option('--dry-run', 'print the plan as the nvidia-smi commands it would run, change nothing')
     .option('--force', 'destroy instances that have processes when the target needs it (names them; on a simulated machine their processes end first)')
     .option('--json', 'print JSON')
-    .action(async (opts: ConfigOptions & { hooksFile?: string; dryRun?: boolean; force?: boolean; modeOnly?: boolean; skipReset?: boolean; json?: boolean }, cmd: Command) =>
+    .action(async (opts: ConfigOptions & { hooksFile?: string; hookTimeout?: string; dryRun?: boolean; force?: boolean; modeOnly?: boolean; skipReset?: boolean; json?: boolean }, cmd: Command) =>
       withApplyLock(opts, async () => {
+      const timeoutMs = hookTimeoutMs(opts.hookTimeout);
       const debug = debugLogOf(io, cmd);
       const { file, name, entries } = loadSelection(opts, debug.log);
       const hooksFile = stringFlag(opts.hooksFile, 'MIG_PARTED_HOOKS_FILE', '');
@@ -88,7 +90,7 @@ export function registerPartition(program: Command, io: Io): void {
             debug: debug.log,
             ...(stop ? { stopProcesses: stop } : {}),
           }),
-        hookRunOptions(io, debug, opts.json === true),
+        hookRunOptions(io, debug, opts.json === true, timeoutMs),
       );
       if (opts.json) return writeJson(io, { config: name, file, done: report.done, skipped: report.skipped, resumed: report.resumed, notes: report.notes, gpus: summary });
       if (report.resumed) io.out(`finished ${report.resumed}`);

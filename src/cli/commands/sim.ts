@@ -4,6 +4,7 @@ import { installFakeNvidiaSmi } from '../../gpu/fake-nvidia-smi/install.js';
 import { STATE_ENV } from '../../gpu/fake-nvidia-smi/main.js';
 import type { SimulatedMachine } from '../../gpu/simulated/machine.js';
 import { loadMachine, saveMachine } from '../../gpu/simulated/state-file.js';
+import { withStateLock } from '../../gpu/simulated/state-lock.js';
 import { resetSimulator, simulateSpecOf, simulatorStatePath, type DeviceOptions } from '../device.js';
 import type { Io } from '../io.js';
 import { withDeviceOptions } from './status.js';
@@ -45,9 +46,12 @@ export function registerSim(program: Command, io: Io): void {
     .option('--seed <n>', 'seed for the simulated UUIDs', '1')
     .action((opts: DeviceOptions & { seed: string }) => {
       const path = simulatorStatePath(opts);
-      const spec = simulateSpecOf(opts) ?? loadMachine(path)?.state.spec;
-      if (spec === undefined) throw badInput(`no machine to reset: pass --simulate SPEC, e.g. --simulate 2xA100-SXM4-40GB`);
-      const machine = resetSimulator(spec, path, intOption(opts.seed, '--seed'));
+      const seed = intOption(opts.seed, '--seed');
+      const { spec, machine } = withStateLock(path, () => {
+        const spec = simulateSpecOf(opts) ?? loadMachine(path)?.state.spec;
+        if (spec === undefined) throw badInput(`no machine to reset: pass --simulate SPEC, e.g. --simulate 2xA100-SXM4-40GB`);
+        return { spec, machine: resetSimulator(spec, path, seed) };
+      });
       io.out(`simulated machine ${spec}: ${machine.state.gpus.length} GPU${machine.state.gpus.length === 1 ? '' : 's'}, MIG disabled (${path})`);
     });
 
@@ -66,22 +70,28 @@ export function registerSim(program: Command, io: Io): void {
         name: opts.name,
       };
       const path = simulatorStatePath(opts);
-      const machine = loadMachine(path);
-      if (!machine) throw badInput(`no simulated machine in ${path}: run 'migpool sim reset --simulate SPEC' first`);
-      checkAttach(machine, gpu, target);
-      const pid = machine.attachProcess(gpu, target);
-      saveMachine(path, machine);
+      // Read, change and write under the state file's lock: concurrent attaches each keep their process.
+      const pid = withStateLock(path, () => {
+        const machine = loadMachine(path);
+        if (!machine) throw badInput(`no simulated machine in ${path}: run 'migpool sim reset --simulate SPEC' first`);
+        checkAttach(machine, gpu, target);
+        const pid = machine.attachProcess(gpu, target);
+        saveMachine(path, machine);
+        return pid;
+      });
       io.out(String(pid));
     });
 
   withDeviceOptions(sim.command('detach').description('end a pretend process').argument('<pid>', 'process ID')).action((pid: string, opts: DeviceOptions) => {
     const path = simulatorStatePath(opts);
-    const machine = loadMachine(path);
-    if (!machine) throw badInput(`no simulated machine in ${path}: run 'migpool sim reset --simulate SPEC' first`);
     const n = intOption(pid, 'pid');
-    if (!machine.listProcesses().some((p) => p.pid === n)) throw badInput(`no simulated process ${n}; 'migpool status --json' lists them`);
-    machine.detachProcess(n);
-    saveMachine(path, machine);
+    withStateLock(path, () => {
+      const machine = loadMachine(path);
+      if (!machine) throw badInput(`no simulated machine in ${path}: run 'migpool sim reset --simulate SPEC' first`);
+      if (!machine.listProcesses().some((p) => p.pid === n)) throw badInput(`no simulated process ${n}; 'migpool status --json' lists them`);
+      machine.detachProcess(n);
+      saveMachine(path, machine);
+    });
   });
 
   withDeviceOptions(

@@ -9,6 +9,7 @@ import { normalizeProfileName } from '../../mig/catalog/index.js';
 import { GpuError, type GpuErrorKind } from '../port.js';
 import type { SimulatedMachine } from '../simulated/machine.js';
 import { loadMachine, saveMachine } from '../simulated/state-file.js';
+import { withStateLock } from '../simulated/state-lock.js';
 import { parseArgs, UsageError, type FakeCommand } from './args.js';
 import {
   createCiFailure,
@@ -358,21 +359,27 @@ export function runFakeNvidiaSmi(argv: string[], env: Record<string, string | un
     if (e instanceof UsageError) return text('', 2, `${INVALID_ARGUMENTS}\n`);
     throw e;
   }
+  const command = parsed;
   try {
-    const machine = loadMachine(path);
-    if (machine === null) return text(DRIVER_NOT_LOADED, 9);
-    const gpus = selectGpus(machine, parsed.select);
-    if (gpus === null || gpus.length === 0) return text(NO_DEVICES, 6);
-    const before = JSON.stringify(machine.state);
-    let result: FakeResult;
-    try {
-      result = run(machine, parsed.command, gpus, parsed.select !== null, now);
-    } catch (e) {
-      if (e instanceof UsageError) return text('', 2, `${INVALID_ARGUMENTS}\n`);
-      throw e;
-    }
-    if (JSON.stringify(machine.state) !== before) saveMachine(path, machine);
-    return result;
+    // Read, change and write under the state file's lock: `migpool sim attach`, an apply or the
+    // service may change the machine at the same moment. A job's user that may only read the
+    // state directory still gets its queries answered.
+    return withStateLock(path, () => {
+      const machine = loadMachine(path);
+      if (machine === null) return text(DRIVER_NOT_LOADED, 9);
+      const gpus = selectGpus(machine, command.select);
+      if (gpus === null || gpus.length === 0) return text(NO_DEVICES, 6);
+      const before = JSON.stringify(machine.state);
+      let result: FakeResult;
+      try {
+        result = run(machine, command.command, gpus, command.select !== null, now);
+      } catch (e) {
+        if (e instanceof UsageError) return text('', 2, `${INVALID_ARGUMENTS}\n`);
+        throw e;
+      }
+      if (JSON.stringify(machine.state) !== before) saveMachine(path, machine);
+      return result;
+    }, { readOnlyOk: true });
   } catch (e) {
     return text('', 255, `fake nvidia-smi: ${e instanceof Error ? e.message : String(e)}\n`);
   }

@@ -3,22 +3,24 @@ import type { ComputeInstanceInfo, GpuInfo, GpuInstanceInfo, GpuPort, GpuProcess
 import { SimulatedGpuPort } from './driver.js';
 import type { SimulatedMachine } from './machine.js';
 import { loadMachine, saveMachine } from './state-file.js';
+import { withStateLock } from './state-lock.js';
 
 /**
  * A simulated machine kept in its state file, shared with other processes (`migpool sim attach`,
- * the fake nvidia-smi that jobs run): every call first reads the file again when another process
- * changed it since this port last read or wrote it, so that their changes are seen and never
- * overwritten by a stale copy.
+ * an apply, the fake nvidia-smi that jobs run). A read uses the file's latest state (read again
+ * when another process wrote it since). A change reads the file, changes it and writes it back
+ * holding the file's lock (state-lock.ts), so that a change another process makes at the same time
+ * is never overwritten by a stale copy.
  */
 export class FileSimulatedGpuPort implements GpuPort {
-  private machine: SimulatedMachine;
+  private current: SimulatedMachine;
   private seen: string | null = null;
 
   constructor(
-    private readonly path: string,
+    readonly path: string,
     machine: SimulatedMachine,
   ) {
-    this.machine = machine;
+    this.current = machine;
     this.seen = this.stamp();
   }
 
@@ -31,48 +33,71 @@ export class FileSimulatedGpuPort implements GpuPort {
     }
   }
 
-  /** The port over the file's current state (read again when someone else wrote it). */
-  private port(): SimulatedGpuPort {
+  /** The machine as the file has it now (read again when someone else wrote it). */
+  get machine(): SimulatedMachine {
     const now = this.stamp();
     if (now !== null && now !== this.seen) {
-      this.machine = loadMachine(this.path) ?? this.machine;
+      this.current = loadMachine(this.path) ?? this.current;
       this.seen = now;
     }
-    const m = this.machine;
-    return new SimulatedGpuPort(m, () => {
-      saveMachine(this.path, m);
-      this.seen = this.stamp();
+    return this.current;
+  }
+
+  /**
+   * Runs `change` on the file's latest state under its lock and writes the result, also when
+   * `change` throws (a consumed injected fault is a change). `change` must be synchronous.
+   */
+  update<T>(change: (machine: SimulatedMachine) => T): T {
+    return withStateLock(this.path, () => {
+      // Always read under the lock: a stamp can repeat (an inode freed by one rename is reused).
+      this.current = loadMachine(this.path) ?? this.current;
+      try {
+        return change(this.current);
+      } finally {
+        saveMachine(this.path, this.current);
+        this.seen = this.stamp();
+      }
     });
   }
 
+  /** A read on the latest state. */
+  private read(): SimulatedGpuPort {
+    return new SimulatedGpuPort(this.machine);
+  }
+
+  /** A change through SimulatedGpuPort (whose operations run synchronously) under the lock. */
+  private change<T>(op: (port: SimulatedGpuPort) => Promise<T>): Promise<T> {
+    return this.update((m) => op(new SimulatedGpuPort(m)));
+  }
+
   listGpus(): Promise<GpuInfo[]> {
-    return this.port().listGpus();
+    return this.read().listGpus();
   }
   listGpuInstances(gpu?: number): Promise<GpuInstanceInfo[]> {
-    return this.port().listGpuInstances(gpu);
+    return this.read().listGpuInstances(gpu);
   }
   listComputeInstances(gpu?: number): Promise<ComputeInstanceInfo[]> {
-    return this.port().listComputeInstances(gpu);
+    return this.read().listComputeInstances(gpu);
   }
   listProcesses(): Promise<GpuProcess[]> {
-    return this.port().listProcesses();
+    return this.read().listProcesses();
   }
   setMigMode(gpu: number, enabled: boolean): Promise<{ pending: boolean }> {
-    return this.port().setMigMode(gpu, enabled);
+    return this.change((p) => p.setMigMode(gpu, enabled));
   }
   resetGpu(gpu: number): Promise<void> {
-    return this.port().resetGpu(gpu);
+    return this.change((p) => p.resetGpu(gpu));
   }
   createGpuInstance(gpu: number, profile: string, start: number): Promise<GpuInstanceInfo> {
-    return this.port().createGpuInstance(gpu, profile, start);
+    return this.change((p) => p.createGpuInstance(gpu, profile, start));
   }
   createComputeInstance(gpu: number, gpuInstanceId: number, profile: string): Promise<ComputeInstanceInfo> {
-    return this.port().createComputeInstance(gpu, gpuInstanceId, profile);
+    return this.change((p) => p.createComputeInstance(gpu, gpuInstanceId, profile));
   }
   destroyComputeInstance(gpu: number, gpuInstanceId: number, computeInstanceId: number): Promise<void> {
-    return this.port().destroyComputeInstance(gpu, gpuInstanceId, computeInstanceId);
+    return this.change((p) => p.destroyComputeInstance(gpu, gpuInstanceId, computeInstanceId));
   }
   destroyGpuInstance(gpu: number, gpuInstanceId: number): Promise<void> {
-    return this.port().destroyGpuInstance(gpu, gpuInstanceId);
+    return this.change((p) => p.destroyGpuInstance(gpu, gpuInstanceId));
   }
 }
