@@ -86,6 +86,18 @@ async function startService(spec: string, policyName: string, before?: (machine:
   return { machine, service, logs, gpu };
 }
 
+/** Waits for job `id` to run on a MIG slice of GPU 0; returns its record, the slice's start and its GPU and compute instances. */
+async function runningOnSlice(service: PoolServiceImpl, machine: SimulatedMachine, id: string) {
+  const running = await until('the job running', async () => {
+    const r = await service.getJob(id);
+    return r?.state === 'running' ? r : null;
+  });
+  const start = running.placement?.kind === 'instance' ? running.placement.start : -1;
+  const gi = machine.listGpuInstances(0).find((g) => g.start === start)!;
+  const ci = machine.listComputeInstances(0).find((c) => c.gpuInstanceId === gi.id)!;
+  return { running, start, gi, ci };
+}
+
 describe('a GPU running processes migpool did not start', () => {
   it.each(['exclusive', 'migpool'])('gets no whole-GPU job until they end, and waiting jobs say which GPU and processes (policy %s)', async (policyName) => {
     const { machine, service, logs } = await startService('2xA100-SXM4-40GB', policyName, (m) => m.attachProcess(1, { name: 'someone-elses.py' }));
@@ -243,13 +255,7 @@ describe('a GPU running processes migpool did not start', () => {
       const { machine, service, logs, gpu } = await startService('1xA100-SXM4-40GB', 'static:7x1g.5gb', undefined, () => clock);
       await until('seven 1g.5gb slices', async () => (machine.listComputeInstances(0).length === 7 ? true : null));
       const job = await service.submit({ name: 'slice', command: ['sleep', '30'], resources: { profile: '1g.5gb' } });
-      const running = await until('the job running', async () => {
-        const r = await service.getJob(job.id);
-        return r?.state === 'running' ? r : null;
-      });
-      const start = running.placement?.kind === 'instance' ? running.placement.start : -1;
-      const gi = machine.listGpuInstances(0).find((g) => g.start === start)!;
-      const ci = machine.listComputeInstances(0).find((c) => c.gpuInstanceId === gi.id)!;
+      const { running, start, gi, ci } = await runningOnSlice(service, machine, job.id);
       // nvidia-smi lists the job's process (the real `sleep`, in the job's session) on its slice,
       // and one someone else started there while the job ran; a tick's read sees both.
       const jobPid = await until('the runner recording the job', async () => {
@@ -286,13 +292,7 @@ describe('a GPU running processes migpool did not start', () => {
       const pidFile = join(mkdtempSync(join(tmpdir(), 'migpool-setsid-')), 'pid');
       // The job starts a helper in a session of its own (as a daemonizing tool does) and waits.
       const job = await service.submit({ name: 'slice', command: ['sh', '-c', `setsid sleep 30 & echo $! > ${pidFile}; sleep 30`], resources: { profile: '1g.5gb' } });
-      const running = await until('the job running', async () => {
-        const r = await service.getJob(job.id);
-        return r?.state === 'running' ? r : null;
-      });
-      const start = running.placement?.kind === 'instance' ? running.placement.start : -1;
-      const gi = machine.listGpuInstances(0).find((g) => g.start === start)!;
-      const ci = machine.listComputeInstances(0).find((c) => c.gpuInstanceId === gi.id)!;
+      const { running, start, gi, ci } = await runningOnSlice(service, machine, job.id);
       const helper = await until('the helper started', async () => {
         try {
           const pid = Number(readFileSync(pidFile, 'utf8'));
