@@ -4,7 +4,7 @@
  * file's lock (src/gpu/simulated/state-lock.ts). Without it, 20 concurrent `sim attach` left 14 to
  * 16 processes, and a `sim attach` made while an apply ran was lost at the apply's next write.
  */
-import { execFile, spawn } from 'node:child_process';
+import { execFile, spawn, spawnSync } from 'node:child_process';
 import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -40,6 +40,13 @@ async function deadPid(): Promise<number> {
   const child = spawn(process.execPath, ['-e', ''], { stdio: 'ignore' });
   await new Promise((resolve) => child.once('exit', resolve));
   return child.pid as number;
+}
+
+/** Whether this process is root and user nobody may read the checkout's bin/fake-nvidia-smi.js. */
+function nobodyReadsCheckout(): boolean {
+  if (process.getuid?.() !== 0) return false;
+  const fake = fileURLToPath(new URL('../bin/fake-nvidia-smi.js', import.meta.url));
+  return spawnSync('setpriv', ['--reuid=65534', '--regid=65534', '--clear-groups', 'test', '-r', fake]).status === 0;
 }
 
 describe('the simulated machine is changed by one command at a time', () => {
@@ -90,8 +97,9 @@ describe('the simulated machine is changed by one command at a time', () => {
     expect(existsSync(lock)).toBe(false);
   });
 
-  // Needs root, to run the fake nvidia-smi as user nobody (setpriv, util-linux).
-  it.skipIf(process.getuid?.() !== 0)("answers a job's fake nvidia-smi query from a state directory its user may only read", { timeout: 60_000 }, async () => {
+  // Needs root, to run the fake nvidia-smi as user nobody (setpriv, util-linux), and a checkout
+  // that nobody may read (a clone in a private folder, such as mktemp -d makes, is not).
+  it.skipIf(!nobodyReadsCheckout())("answers a job's fake nvidia-smi query from a state directory its user may only read", { timeout: 60_000 }, async () => {
     const stateDir = mkdtempSync(join(dir, 'read-only-'));
     expect((await cli('sim', 'reset', '--simulate', '1xA100-SXM4-40GB', '--state-dir', stateDir)).code).toBe(0);
     chmodSync(dir, 0o755);
