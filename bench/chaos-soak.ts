@@ -52,6 +52,10 @@ export interface ChaosReport {
   readonly killsInRepartition: number;
   /** Kills while the service started up (settling and re-adopting the last life's jobs). */
   readonly killsAtStart: number;
+  /** Job runners SIGKILLed (as the OOM killer would). */
+  readonly runnerKills: number;
+  /** Times the service was stopped (SIGSTOP) for a while, a GPU fault injected meanwhile. */
+  readonly freezes: number;
   readonly faults: number;
   readonly cancels: number;
   readonly preempts: number;
@@ -120,6 +124,8 @@ interface Submitted {
   /** The state the job had in the cancel's answer, when one came. */
   cancelAnswer: string | null;
   preempted: number;
+  /** Its runner was SIGKILLed: the attempt may end failed ('lost'). */
+  runnerKilled: boolean;
 }
 
 interface Life {
@@ -164,6 +170,8 @@ export async function runChaosSoak(o: ChaosOptions): Promise<ChaosReport> {
   let killsAfterSubmit = 0;
   let killsInRepartition = 0;
   let killsAtStart = 0;
+  let runnerKills = 0;
+  let freezes = 0;
   let faults = 0;
   let cancels = 0;
   let preempts = 0;
@@ -174,6 +182,21 @@ export async function runChaosSoak(o: ChaosOptions): Promise<ChaosReport> {
     } catch {
       return 0;
     }
+  };
+
+  /** The live runner of job `id`'s latest attempt (`migpool-job-runner.js DATA/jobs/ID/N/launch.json`), if any. */
+  const runnerOf = (id: string): number | null => {
+    const mark = `${join(dataDir, 'jobs', id)}/`;
+    for (const e of readdirSync('/proc')) {
+      if (!/^\d+$/.test(e)) continue;
+      try {
+        const argv = readFileSync(`/proc/${e}/cmdline`, 'utf8').split('\0');
+        if (argv.some((a) => a.endsWith('migpool-job-runner.js')) && argv.some((a) => a.startsWith(mark))) return Number(e);
+      } catch {
+        // gone
+      }
+    }
+    return null;
   };
 
   const watchEvents = (l: Life): void => {
@@ -305,7 +328,7 @@ export async function runChaosSoak(o: ChaosOptions): Promise<ChaosReport> {
       ...(preemptible ? { preemptible: true } : {}),
       ...(mode === 'failonce' ? { retries: 1 } : {}),
     };
-    return { key: `chaos-${o.seed}-${i}`, body, mode, preemptible, id: null, cancelAsked: false, cancelAnswer: null, preempted: 0 };
+    return { key: `chaos-${o.seed}-${i}`, body, mode, preemptible, id: null, cancelAsked: false, cancelAnswer: null, preempted: 0, runnerKilled: false };
   };
 
   /** Sends a submission once, with its Idempotency-Key; false when no answer came. */
@@ -324,6 +347,23 @@ export async function runChaosSoak(o: ChaosOptions): Promise<ChaosReport> {
       if (tries > 50) throw new Error(`submission ${s.key} got no answer in 50 tries`);
       await sleep(200);
     }
+  };
+
+  const cancel = async (victim: Submitted): Promise<void> => {
+    victim.cancelAsked = true;
+    cancels++;
+    const r = await call('POST', `/v1/jobs/${victim.id}/cancel`);
+    if (r !== null && r.status === 200) victim.cancelAnswer = (r.json as { state: string }).state;
+    else if (r !== null) broke(`cancel of job ${victim.id} answered ${r.status}: ${JSON.stringify(r.json)}`);
+  };
+  const preempt = async (victim: Submitted): Promise<void> => {
+    preempts++;
+    const r = await call('POST', `/v1/jobs/${victim.id}/preempt`);
+    if (r !== null && r.status === 200) {
+      const state = (r.json as { state: string }).state;
+      if (!victim.preemptible && !FINAL.has(state)) broke(`preempt of job ${victim.id}, not preemptible, answered 200 (${state})`);
+      victim.preempted++;
+    } else if (r !== null && r.status !== 409) broke(`preempt of job ${victim.id} answered ${r.status}: ${JSON.stringify(r.json)}`);
   };
 
   const killsAt = new Map<number, string>();
@@ -396,23 +436,46 @@ export async function runChaosSoak(o: ChaosOptions): Promise<ChaosReport> {
     }
     // Cancel or preempt an earlier job now and then.
     const known = submitted.filter((x) => x.id !== null && !x.cancelAsked);
-    if (known.length > 0 && random() < 0.06) {
-      const victim = pick(known.slice(-20));
-      victim.cancelAsked = true;
-      cancels++;
-      const r = await call('POST', `/v1/jobs/${victim.id}/cancel`);
-      if (r !== null && r.status === 200) victim.cancelAnswer = (r.json as { state: string }).state;
-      else if (r !== null) broke(`cancel of job ${victim.id} answered ${r.status}: ${JSON.stringify(r.json)}`);
-    }
+    if (known.length > 0 && random() < 0.06) await cancel(pick(known.slice(-20)));
     if (known.length > 0 && random() < 0.1) {
       const victim = pick(known.slice(-20));
-      preempts++;
-      const r = await call('POST', `/v1/jobs/${victim.id}/preempt`);
-      if (r !== null && r.status === 200) {
-        const state = (r.json as { state: string }).state;
-        if (!victim.preemptible && !FINAL.has(state)) broke(`preempt of job ${victim.id}, not preemptible, answered 200 (${state})`);
-        victim.preempted++;
-      } else if (r !== null && r.status !== 409) broke(`preempt of job ${victim.id} answered ${r.status}: ${JSON.stringify(r.json)}`);
+      await preempt(victim);
+    }
+    // A running job asked to move by several clients at once, now and then with a cancel among them.
+    if (random() < 0.08) {
+      const r = await call('GET', '/v1/jobs?state=running&limit=100');
+      const running = r !== null && r.status === 200 ? new Set((r.json as { jobs: Array<{ id: string }> }).jobs.map((j) => j.id)) : new Set<string>();
+      const candidates = known.filter((x) => running.has(x.id as string));
+      if (candidates.length > 0) {
+        const victim = pick(candidates);
+        const asks: Array<Promise<void>> = [preempt(victim), preempt(victim), preempt(victim)];
+        if (random() < 0.3) asks.push(cancel(victim));
+        await Promise.all(asks);
+      }
+    }
+    // The OOM killer takes a job's runner now and then: its job must end with it, never run beside a retry.
+    if (known.length > 0 && random() < 0.03) {
+      const victim = pick(known.slice(-12));
+      const pid = runnerOf(victim.id as string);
+      if (pid !== null) {
+        try {
+          process.kill(pid, 'SIGKILL');
+          victim.runnerKilled = true;
+          runnerKills++;
+          say(`killed the runner of job ${victim.id} (pid ${pid})`);
+        } catch {
+          // it had just ended
+        }
+      }
+    }
+    // The service stalls (SIGSTOP) for a while: jobs end meanwhile, and a GPU fault comes.
+    if (life !== null && random() < 0.03) {
+      const l = life as Life;
+      l.proc.kill('SIGSTOP');
+      injectFaults(1);
+      freezes++;
+      await sleep(between(300, 2500));
+      l.proc.kill('SIGCONT');
     }
     await sleep(between(gapLo, gapHi));
   }
@@ -434,8 +497,17 @@ export async function runChaosSoak(o: ChaosOptions): Promise<ChaosReport> {
   };
   const drainBy = Date.now() + (o.drainMs ?? 240_000);
   let jobs = await list();
+  // A few more kills while the queue drains (many jobs running, many re-partitions).
+  let drainKills = Math.ceil(o.kills / 4);
+  let nextDrainKill = Date.now() + between(2000, 8000);
   while (jobs.some((j) => !FINAL.has(j.state)) && Date.now() < drainBy) {
     await sleep(1000);
+    if (drainKills > 0 && Date.now() >= nextDrainKill) {
+      drainKills--;
+      await kill('while the queue drains');
+      await restart(0);
+      nextDrainKill = Date.now() + between(2000, 8000);
+    }
     jobs = await list();
   }
   say(`drained at ${((Date.now() - t0) / 1000).toFixed(1)} s`);
@@ -481,7 +553,7 @@ export async function runChaosSoak(o: ChaosOptions): Promise<ChaosReport> {
       if (j.state !== 'cancelled' && !(j.state === natural && ended)) broke(`job ${s.id} was cancelled (answer ${s.cancelAnswer ?? 'lost in a kill'}) but ended ${j.state} (${JSON.stringify(j.reason)}) without its command ending by itself`);
     } else if (s.cancelAsked && s.cancelAnswer !== null && j.state !== s.cancelAnswer) {
       broke(`job ${s.id} was ${s.cancelAnswer} when a cancel came, but is ${j.state} now`);
-    } else if (!s.cancelAsked && j.state !== natural) {
+    } else if (!s.cancelAsked && j.state !== natural && !(s.runnerKilled && j.state === 'failed')) {
       broke(`job ${s.id} (${s.mode}, ${JSON.stringify(s.body['resources'] ?? { gpus: 1 })}${s.preemptible ? ', preemptible' : ''}) ended ${j.state}, not ${natural}: ${JSON.stringify(j.reason)} (exit ${j.exitCode}, attempt ${j.attempt})`);
     }
     // 2. No attempt ran twice, nor two attempts of a job at once.
@@ -489,7 +561,7 @@ export async function runChaosSoak(o: ChaosOptions): Promise<ChaosReport> {
     const starts = m.filter((x) => x.what === 'start').map((x) => x.attempt);
     const again = starts.filter((a, k) => starts.indexOf(a) !== k);
     if (again.length > 0) broke(`job ${s.id}: attempt ${again.join(', ')} started more than once`);
-    const allowed = 1 + (s.mode === 'failonce' ? 1 : 0) + (j.preemptions ?? 0);
+    const allowed = 1 + (s.mode === 'failonce' ? 1 : 0) + (s.runnerKilled ? 1 : 0) + (j.preemptions ?? 0);
     if (starts.length > allowed) broke(`job ${s.id} (${s.preemptible ? 'preemptible' : 'not preemptible'}, retries ${s.mode === 'failonce' ? 1 : 0}, ${j.preemptions ?? 0} preemptions) started ${starts.length} times (attempts ${starts.join(', ')})`);
     if (starts.some((a) => a > j.attempt)) broke(`job ${s.id}: the log has attempt ${Math.max(...starts)} but the store says ${j.attempt}`);
   }
@@ -554,7 +626,7 @@ export async function runChaosSoak(o: ChaosOptions): Promise<ChaosReport> {
 
   const seconds = (Date.now() - t0) / 1000;
   if (violations.length === 0 && o.keep !== true) rmSync(dir, { recursive: true, force: true });
-  return { seed: o.seed, jobs: submitted.length, kills, killsAfterSubmit, killsInRepartition, killsAtStart, faults, cancels, preempts, seconds, startRssKiB: startRss, endRssKiB: endRss, states, violations, dir };
+  return { seed: o.seed, jobs: submitted.length, kills, killsAfterSubmit, killsInRepartition, killsAtStart, runnerKills, freezes, faults, cancels, preempts, seconds, startRssKiB: startRss, endRssKiB: endRss, states, violations, dir };
 }
 
 function flag(args: readonly string[], name: string, fallback: number): number {
