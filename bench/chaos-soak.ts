@@ -245,7 +245,7 @@ export async function runChaosSoak(o: ChaosOptions): Promise<ChaosReport> {
     return l;
   };
 
-  const kill = async (why: string): Promise<void> => {
+  const kill = async (why: string, signal: NodeJS.Signals = 'SIGKILL'): Promise<void> => {
     const l = life;
     if (l === null) return;
     endRss.push(rssOf(l.proc.pid));
@@ -254,7 +254,16 @@ export async function runChaosSoak(o: ChaosOptions): Promise<ChaosReport> {
     await new Promise<void>((resolve) => {
       if (l.proc.exitCode !== null || l.proc.signalCode !== null) return resolve();
       l.proc.once('exit', () => resolve());
-      l.proc.kill('SIGKILL');
+      l.proc.kill(signal);
+      // A clean stop that hangs is a finding too: say so, then end it.
+      if (signal !== 'SIGKILL') {
+        setTimeout(() => {
+          if (l.proc.exitCode === null && l.proc.signalCode === null) {
+            broke(`the service did not stop within 30 s of ${signal} (${why})`);
+            l.proc.kill('SIGKILL');
+          }
+        }, 30_000).unref();
+      }
     });
     stderrAll += l.stderr;
     kills++;
@@ -430,7 +439,9 @@ export async function runChaosSoak(o: ChaosOptions): Promise<ChaosReport> {
         while (l !== null && l.reconfiguring === seen && Date.now() < until) await sleep(5);
         if (l !== null && l.reconfiguring > seen) killsInRepartition++;
       }
-      await kill(how === 'now' ? 'at a random moment' : 'during a re-partition');
+      // Now and then a clean stop (SIGTERM, as systemd stops it) in place of the crash.
+      const signal = random() < 0.3 ? 'SIGTERM' : 'SIGKILL';
+      await kill(`${how === 'now' ? 'at a random moment' : 'during a re-partition'}${signal === 'SIGTERM' ? ', SIGTERM' : ''}`, signal);
       await restart(Math.min(faultsLeft, faultsPerRestart));
       faultsLeft -= Math.min(faultsLeft, faultsPerRestart);
     }
