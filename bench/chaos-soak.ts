@@ -25,6 +25,8 @@ export interface ChaosOptions {
   readonly jobs: number;
   /** SIGKILLs of the service while jobs are submitted (a last one follows them). */
   readonly kills: number;
+  /** Kill in each way in turn (right after a submit, during a re-partition, at start-up, after a cancel or preempt, at a random moment) instead of at random: a short run meets each. */
+  readonly everyKillKind?: boolean;
   /** GPU faults injected into the simulated machine, spread over the restarts. */
   readonly faults: number;
   /** The simulated GPUs; default `2xA100-SXM4-40GB`. */
@@ -33,7 +35,7 @@ export interface ChaosOptions {
   readonly sleepMs?: readonly [number, number];
   /** Milliseconds between two submissions; default 50 to 400. */
   readonly gapMs?: readonly [number, number];
-  /** How long the queue may take to drain after the last restart; default 240 s. */
+  /** How long the queue may go without a job moving (and no GPU in a re-partition back-off) before its jobs count as stuck; default 240 s, and at most 4 times that in all. */
   readonly drainMs?: number;
   /** The folder to work in (data dir, job logs); default a new one under the system's temp dir. */
   readonly dir?: string;
@@ -52,6 +54,8 @@ export interface ChaosReport {
   readonly killsInRepartition: number;
   /** Kills while the service started up (settling and re-adopting the last life's jobs). */
   readonly killsAtStart: number;
+  /** Of `faults`, those the service met (the rest still waited for their operation at the end). */
+  readonly faultsMet: number;
   /** Job runners SIGKILLed (as the OOM killer would). */
   readonly runnerKills: number;
   /** Times the service was stopped (SIGSTOP) for a while, a GPU fault injected meanwhile. */
@@ -275,8 +279,10 @@ export async function runChaosSoak(o: ChaosOptions): Promise<ChaosReport> {
     if (n <= 0) return;
     const path = join(dataDir, 'simulated-machine.json');
     const state = JSON.parse(readFileSync(path, 'utf8')) as { gpus: unknown[]; faults: unknown[] };
-    for (let i = 0; i < n; i++) {
-      const operation = pick(['createGpuInstance', 'createGpuInstance', 'createComputeInstance', 'destroyComputeInstance', 'destroyGpuInstance', 'setMigMode', 'resetGpu']);
+    // At most three faults wait at once: more pile onto one GPU in a row, and its back-off (5 s,
+    // 10 s, ... doubled per failure in a row, as README says) outlasts any drain.
+    for (let i = 0; i < n && state.faults.length < 3; i++) {
+      const operation = pick(['createGpuInstance', 'createGpuInstance', 'createComputeInstance', 'createComputeInstance', 'destroyComputeInstance', 'destroyGpuInstance', 'destroyGpuInstance', 'setMigMode', 'resetGpu']);
       const kind = pick(['unknown', 'in-use', 'insufficient-resources']);
       state.faults.push({ operation, gpu: Math.floor(random() * state.gpus.length), kind, message: `chaos fault ${faults + 1}` });
       faults++;
@@ -376,7 +382,8 @@ export async function runChaosSoak(o: ChaosOptions): Promise<ChaosReport> {
   };
 
   const killsAt = new Map<number, string>();
-  for (let k = 1; k <= o.kills; k++) killsAt.set(Math.min(o.jobs - 1, Math.floor((k * o.jobs) / (o.kills + 1))), pick(['now', 'after-submit', 'repartition', 'at-start', 'after-stop']));
+  const KILL_KINDS = ['after-submit', 'repartition', 'at-start', 'after-stop', 'now'] as const;
+  for (let k = 1; k <= o.kills; k++) killsAt.set(Math.min(o.jobs - 1, Math.floor((k * o.jobs) / (o.kills + 1))), o.everyKillKind === true ? KILL_KINDS[(k - 1) % KILL_KINDS.length]! : pick(KILL_KINDS));
   let faultsLeft = o.faults;
   const faultsPerRestart = Math.ceil(o.faults / Math.max(1, o.kills));
 
@@ -506,8 +513,20 @@ export async function runChaosSoak(o: ChaosOptions): Promise<ChaosReport> {
       after = page.next;
     }
   };
-  const drainBy = Date.now() + (o.drainMs ?? 240_000);
+  // Stuck: no job changed state or attempt for drainMs while no GPU waited out a re-partition
+  // back-off (a slow queue behind a back-off is the documented behaviour, not a stuck one).
+  const drainMs = o.drainMs ?? 240_000;
+  const hardStop = Date.now() + 4 * drainMs;
+  let drainBy = Date.now() + drainMs;
   let jobs = await list();
+  let signature = '';
+  const progress = async (): Promise<void> => {
+    const now = jobs.map((j) => `${j.id}:${j.state}:${j.attempt}`).join(' ');
+    const r = await call('GET', '/v1/gpus');
+    const backoff = r !== null && r.status === 200 && (r.json as { gpus: Array<{ repartitionFailure: { retryAt: number } | null }> }).gpus.some((g) => g.repartitionFailure !== null && g.repartitionFailure.retryAt > Date.now() - 5000);
+    if (now !== signature || backoff) drainBy = Math.min(hardStop, Date.now() + drainMs);
+    signature = now;
+  };
   // A few more kills while the queue drains (many jobs running, many re-partitions).
   let drainKills = Math.ceil(o.kills / 4);
   let nextDrainKill = Date.now() + between(2000, 8000);
@@ -520,6 +539,7 @@ export async function runChaosSoak(o: ChaosOptions): Promise<ChaosReport> {
       nextDrainKill = Date.now() + between(2000, 8000);
     }
     jobs = await list();
+    await progress();
   }
   say(`drained at ${((Date.now() - t0) / 1000).toFixed(1)} s`);
 
@@ -555,7 +575,7 @@ export async function runChaosSoak(o: ChaosOptions): Promise<ChaosReport> {
     states[j.state] = (states[j.state] ?? 0) + 1;
     const m = marksOf.get(s.id) ?? [];
     if (!FINAL.has(j.state)) {
-      broke(`job ${s.id} is still ${j.state} ${Math.round((o.drainMs ?? 240_000) / 1000)} s after the last restart (attempt ${j.attempt}, reason ${JSON.stringify(j.reason)}): stuck`);
+      broke(`job ${s.id} is still ${j.state} (attempt ${j.attempt}, reason ${JSON.stringify(j.reason)}) after ${Math.round(drainMs / 1000)} s in which no job moved and no GPU waited out a back-off: stuck`);
       continue;
     }
     const natural = s.mode === 'fail' ? 'failed' : 'succeeded';
@@ -608,6 +628,9 @@ export async function runChaosSoak(o: ChaosOptions): Promise<ChaosReport> {
   writeFileSync(join(dir, 'serve.stderr'), stderrAll);
   const bad = stderrAll.split('\n').filter((l) => l !== '' && !l.startsWith('migpool serve: '));
   if (bad.length > 0) broke(`the service wrote ${bad.length} stderr lines that are not one-line messages, e.g. ${JSON.stringify(bad.slice(0, 3))}`);
+  // Lines in which the service says it met a bug of its own or of its policy.
+  const own = stderrAll.split('\n').filter((l) => /: internal: |skipped an invalid decision|^migpool serve: decision .* failed: /.test(l));
+  if (own.length > 0) broke(`the service logged ${own.length} lines about a bug of its own or its policy, e.g. ${JSON.stringify(own.slice(0, 3))}`);
 
   // 5. No process of any attempt outlived the service's checks.
   const leftovers: string[] = [];
@@ -635,9 +658,10 @@ export async function runChaosSoak(o: ChaosOptions): Promise<ChaosReport> {
     if (late > early * 1.5 && late - early > 40 * 1024) broke(`the service's RSS after a start grew from ${early} KiB (first starts) to ${late} KiB (last starts)`);
   }
 
+  const pendingFaults = (JSON.parse(readFileSync(join(dataDir, 'simulated-machine.json'), 'utf8')) as { faults: unknown[] }).faults.length;
   const seconds = (Date.now() - t0) / 1000;
   if (violations.length === 0 && o.keep !== true) rmSync(dir, { recursive: true, force: true });
-  return { seed: o.seed, jobs: submitted.length, kills, killsAfterSubmit, killsInRepartition, killsAtStart, runnerKills, freezes, faults, cancels, preempts, seconds, startRssKiB: startRss, endRssKiB: endRss, states, violations, dir };
+  return { seed: o.seed, jobs: submitted.length, kills, killsAfterSubmit, killsInRepartition, killsAtStart, runnerKills, freezes, faults, faultsMet: faults - pendingFaults, cancels, preempts, seconds, startRssKiB: startRss, endRssKiB: endRss, states, violations, dir };
 }
 
 function flag(args: readonly string[], name: string, fallback: number): number {
