@@ -244,7 +244,7 @@ export class PoolServiceImpl implements PoolService {
   /** Whether the last read before a pass's starts failed (logged once until one succeeds). */
   private recheckFailing = false;
   private explainedAt = -Infinity;
-  /** Jobs whose refused preemption was logged already (once per job and reason). */
+  /** Jobs whose refused preemption was logged already (once per job and kind of reason, its numbers left out). */
   private readonly refusalsLogged = new Map<string, string>();
   /** Ended jobs that queued ones depend on, as last read from the store (null: no such job). */
   private readonly ended = new Map<string, EndedJob | null>();
@@ -600,6 +600,8 @@ export class PoolServiceImpl implements PoolService {
       }
       let acted = 0;
       const checks: { view: ClusterView; problem: string | null }[] = [];
+      /** Jobs this pass asked to preempt and the service did not stop. */
+      const refused = new Set<string>();
       // What a look-up over a rebuilt view's queue answers, without rebuilding it per decision.
       const roundQueue = new Map(view.queue.map((q) => [q.id, q]));
       const stillQueued: CheckLookup = { queued: (id) => (this.active.get(id)?.state === 'queued' ? roundQueue.get(id) : undefined) };
@@ -615,6 +617,10 @@ export class PoolServiceImpl implements PoolService {
           // Acting on what a preempted or cancelled job still holds while it stops (the simulator
           // frees it at once): not a policy bug; a later pass acts once it has stopped.
           if (this.waitsForStops(d, view.queue, stillQueued)) continue;
+          // Acting on what a job holds whose preemption the service refused in this pass (its
+          // minimum run, its limit, a failing GPU; logged as the refusal): the service's rule, not
+          // a policy bug; the next pass decides afresh.
+          if (refused.size > 0 && d.kind !== 'preempt' && checkDecision(this.view(view.queue, refused), d, stillQueued) === null) continue;
           // Once per distinct problem: a policy that repeats a decision every pass does not flood the log.
           if (!this.skipped.has(problem)) {
             if (this.skipped.size >= RECENT) this.skipped.clear();
@@ -630,7 +636,7 @@ export class PoolServiceImpl implements PoolService {
             acted++;
             // Each start spawns a process (milliseconds each under a large heap): requests are served between them.
             await turn();
-          }
+          } else if (d.kind === 'preempt') refused.add(d.job);
         } catch (e) {
           this.o.log?.(`decision ${JSON.stringify(d)} failed: ${e instanceof Error ? e.message : String(e)}`);
         }
@@ -920,8 +926,10 @@ export class PoolServiceImpl implements PoolService {
         const gpuBackoff = rec.placement ? this.backoffOf(rec.placement) : null;
         const refusal = preemptRefusal(rec, this.specs.get(rec.id)?.preemptible ?? false, this.o.now(), gpuBackoff, this.o.minRunBeforePreemptSeconds);
         if (refusal !== null) {
-          if (this.refusalsLogged.get(rec.id) !== refusal) {
-            this.refusalsLogged.set(rec.id, refusal);
+          // Once per job and kind of reason: the seconds in 'it has run 3 s' change at every pass.
+          const kind = refusal.replace(/\d+/g, 'N');
+          if (this.refusalsLogged.get(rec.id) !== kind) {
+            this.refusalsLogged.set(rec.id, kind);
             this.o.log?.(`job ${rec.id}: policy ${this.o.policy.name} asked to preempt it; refused: ${refusal}`);
           }
           return false;
@@ -1104,6 +1112,7 @@ export class PoolServiceImpl implements PoolService {
     this.reported.delete(rec.id);
     this.oomMoves.delete(rec.id);
     this.specs.delete(rec.id);
+    this.refusalsLogged.delete(rec.id);
     this.finishedAt.push(this.o.now());
     while (this.finishedAt.length > 0 && this.finishedAt[0]! < this.o.now() - THROUGHPUT_WINDOW_MS) this.finishedAt.shift();
   }
