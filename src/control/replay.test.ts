@@ -11,6 +11,7 @@ import { checkDecision, queueLookup } from '../sched/check.js';
 import { createPolicyContext } from '../sched/context.js';
 import { parsePolicy } from '../sched/registry.js';
 import { openSqliteStore } from '../store/sqlite.js';
+import { MAX_PREEMPTIONS_PER_JOB, MIN_RUN_BEFORE_PREEMPT_SECONDS } from './preempt-rules.js';
 import { PoolServiceImpl, type RecordedRound } from './service.js';
 
 /**
@@ -79,7 +80,8 @@ describe('replay: the simulator reproduces what the service decided', () => {
       const acted = rounds.filter((r) => r.decisions.length > 0);
       expect(acted.length).toBeGreaterThan(2);
       const policy = parsePolicy(policyName);
-      const ctx = createPolicyContext({ random: createRandom(SEED), reconfigureSeconds: RECONFIGURE_SECONDS });
+      // The same context as the service's: its seed, re-partition time and preemption rules.
+      const ctx = createPolicyContext({ random: createRandom(SEED), reconfigureSeconds: RECONFIGURE_SECONDS, preemptionRules: { minRunSeconds: MIN_RUN_BEFORE_PREEMPT_SECONDS, maxPreemptions: MAX_PREEMPTIONS_PER_JOB } });
       for (const [i, round] of rounds.entries()) {
         expect(policy.decide(round.view, ctx), `round ${i} at t=${round.view.now}`).toEqual(round.decisions);
         for (const [k, c] of round.checks.entries()) {

@@ -28,7 +28,7 @@ import { JournalFile } from './journal.js';
 import { launchRefusal } from './launch-check.js';
 import { attemptIdentity } from './run-as.js';
 import { WorkloadLearning, type LearningOptions } from './learning.js';
-import { failuresInARow, MIN_RUN_BEFORE_PREEMPT_SECONDS, preemptRefusal, repartitionBackoffMs } from './preempt-rules.js';
+import { failuresInARow, MAX_PREEMPTIONS_PER_JOB, MIN_RUN_BEFORE_PREEMPT_SECONDS, preemptRefusal, repartitionBackoffMs } from './preempt-rules.js';
 import { modelOfGpu, readCurrentState } from './state-reader.js';
 import { expandArrays, isArraySubmission } from './arrays.js';
 import { checkDependencies, dependenciesToLookUp, gateQueue, visibleLookup, type EndedJob, type Gate } from './dependencies.js';
@@ -268,7 +268,13 @@ export class PoolServiceImpl implements PoolService {
       ...options,
     };
     this.learning = new WorkloadLearning(this.o.store, this.o.gpu, this.o.learning, this.o.log);
-    this.ctx = createPolicyContext({ random: createRandom(this.o.seed), reconfigureSeconds: this.o.reconfigureSeconds, speeds: this.speeds });
+    // The policy is told the service's preemption rules (preempt-rules.ts), so that it plans on no preemption the service would refuse.
+    this.ctx = createPolicyContext({
+      random: createRandom(this.o.seed),
+      reconfigureSeconds: this.o.reconfigureSeconds,
+      speeds: this.speeds,
+      preemptionRules: { minRunSeconds: this.o.minRunBeforePreemptSeconds, maxPreemptions: MAX_PREEMPTIONS_PER_JOB },
+    });
     this.startedAt = this.o.now();
     this.mux = new Multiplexer(new MpsDaemons({ dataDir: this.o.dataDir }), this.o.multiplex);
     this.o.executor.onExit((r) => {

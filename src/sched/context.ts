@@ -132,6 +132,8 @@ export interface PolicyContextOptions {
   readonly scaling?: ScalingModel;
   /** The speed table to share with the caller (the simulator runs jobs at the speeds policies see). */
   readonly speeds?: SpeedTable;
+  /** The pool's own preemption rules (PolicyContext.preemptionRules; the service's). */
+  readonly preemptionRules?: PolicyContext['preemptionRules'];
 }
 
 /** The context both clocks hand their policy. */
@@ -141,6 +143,7 @@ export function createPolicyContext(o: PolicyContextOptions): PolicyContext {
     random: o.random,
     reconfigureSeconds: o.reconfigureSeconds,
     ...(o.scaling ? { scaling: o.scaling } : {}),
+    ...(o.preemptionRules ? { preemptionRules: o.preemptionRules } : {}),
     speedOn: (job, on) => speeds.of(job, on),
     fits: (job, on) => fitsOn(job, on),
   };

@@ -219,6 +219,13 @@ export interface PolicyContext {
   readonly reconfigureSeconds: number;
   /** Strong scaling of jobs with `strongScaling` (the simulator's, when it was given one). */
   readonly scaling?: ScalingModel;
+  /**
+   * The pool's own rules for preemptions, which it holds whatever a policy decides (the service's,
+   * src/control/preempt-rules.ts; absent in the simulator): a job is preempted only after running
+   * `minRunSeconds` and fewer than `maxPreemptions` times. A policy that knows them does not plan
+   * on preemptions the pool would refuse.
+   */
+  readonly preemptionRules?: { readonly minRunSeconds: number; readonly maxPreemptions: number };
 }
 
 /** A resource to ask about. */

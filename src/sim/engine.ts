@@ -178,7 +178,7 @@ export function simulate(input: SimulationInput): SimulationResult {
   };
   const speeds = new SpeedTable();
   const scaling = input.scaling;
-  const ctx: PolicyContext = createPolicyContext({ random: createRandom(input.seed), reconfigureSeconds, speeds, ...(scaling ? { scaling } : {}) });
+  const ctx: PolicyContext = createPolicyContext({ random: createRandom(input.seed), reconfigureSeconds, speeds, ...(scaling ? { scaling } : {}), ...(input.preemptionRules ? { preemptionRules: input.preemptionRules } : {}) });
 
   // ---- accounting
   const heap = new EventHeap();

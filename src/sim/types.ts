@@ -1,5 +1,5 @@
 import type { GpuModel } from '../mig/types.js';
-import type { JobSpec, Policy, Priority, ScalingModel, UserShare } from '../sched/types.js';
+import type { JobSpec, Policy, PolicyContext, Priority, ScalingModel, UserShare } from '../sched/types.js';
 import type { UserMetrics } from './user-metrics.js';
 import type { InfoModel } from './info.js';
 import type { BigJobMetrics, Bounds, PreemptionMetrics, SlowdownMetrics } from './metrics.js';
@@ -54,6 +54,12 @@ export interface SimulationInput {
   readonly users?: ReadonlyMap<string, UserShare>;
   /** Opt-in: stop the clock at this time (seconds) even if jobs remain; default: run until all are done. */
   readonly untilSeconds?: number;
+  /**
+   * Opt-in: a pool's own preemption rules, handed to the policy as `ctx.preemptionRules` (the
+   * service's are src/control/preempt-rules.ts), to replay what a policy decides in the service.
+   * The simulator tells the policy; it does not refuse preemptions itself.
+   */
+  readonly preemptionRules?: PolicyContext['preemptionRules'];
 }
 
 /** Metrics of one run (or of one priority class within it). */

@@ -25,7 +25,7 @@ interface Logged {
  * Simulates the jobs under migpool, logging its decisions and the views it saw, and the pending
  * reasons it gave job `explain` after each pass it waited.
  */
-function run(fleet: string, jobs: TraceJob[], tuning: Partial<MigpoolTuning> = {}, explain?: string): { result: SimulationResult; log: Logged[]; policy: Policy; views: ClusterView[]; reasons: string[] } {
+function run(fleet: string, jobs: TraceJob[], tuning: Partial<MigpoolTuning> = {}, explain?: string, preemptionRules?: { minRunSeconds: number; maxPreemptions: number }): { result: SimulationResult; log: Logged[]; policy: Policy; views: ClusterView[]; reasons: string[] } {
   const inner = migpoolPolicy(tuning);
   const log: Logged[] = [];
   const views: ClusterView[] = [];
@@ -42,7 +42,7 @@ function run(fleet: string, jobs: TraceJob[], tuning: Partial<MigpoolTuning> = {
     },
     wakeAt: (view) => inner.wakeAt?.(view) ?? null,
   };
-  const result = simulate({ fleet: parseFleet(fleet), jobs, policy, seed: 1, preemptionCostSeconds: 60, info: { mode: 'none', seed: 1 } });
+  const result = simulate({ fleet: parseFleet(fleet), jobs, policy, seed: 1, preemptionCostSeconds: 60, info: { mode: 'none', seed: 1 }, ...(preemptionRules ? { preemptionRules } : {}) });
   return { result, log, policy: inner, views, reasons };
 }
 
@@ -155,6 +155,18 @@ describe('migpool policy', () => {
     // The cap is what holds it: without it the long job is preempted by every newcomer.
     const uncapped = run('1xA100-SXM4-40GB', jobs, { maxPreemptions: 1000 });
     expect(uncapped.result.preemptions.maxPerJob).toBeGreaterThan(MAX_PREEMPTIONS);
+  });
+
+  it("plans on no preemption the pool's own rules refuse (the service's minimum run and cap, in its context)", () => {
+    const rules = { minRunSeconds: 90, maxPreemptions: 3 };
+    // A background job has no minimum run of the policy's, but the pool's holds: the foreground job that arrives at 60 s takes its GPU at 90 s.
+    const fill = run('1xA100-SXM4-40GB', [job('bg', 0, 20_000, { workload: large, priority: 'background' }), job('fg', 60, 600, { workload: large })], {}, undefined, rules);
+    expect(fill.log.find((l) => l.d.kind === 'preempt' && l.d.job === 'bg')?.t).toBeGreaterThanOrEqual(90 - 1e-6);
+    // The pool's cap is below the policy's: no job is preempted more than 3 times.
+    const jobs = [job('long', 0, 200_000, { workload: large }), ...Array.from({ length: 80 }, (_, i) => job(`n${i}`, 100 + 1000 * i, 400, { workload: large }))];
+    const capped = run('1xA100-SXM4-40GB', jobs, {}, undefined, rules);
+    expect(capped.result.metrics.completed).toBe(jobs.length);
+    expect(capped.result.preemptions.maxPerJob).toBe(3);
   });
 
   it('puts a big job that has waited long ahead of all, instead of letting small jobs pass it forever', () => {

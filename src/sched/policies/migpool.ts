@@ -365,6 +365,11 @@ export function migpoolPolicy(tuning: Partial<MigpoolTuning> = {}): Policy {
   const clearing = new Map<number, string>();
   /** When the next waiting job starts to starve (a wake-up). */
   let nextAging = Infinity;
+  /** The pool's own preemption rules for this pass (PolicyContext.preemptionRules; none in the simulator). */
+  let ruleRun = 0;
+  let ruleCap = Infinity;
+  /** Preemptions after which a job is never preempted again: the policy's cap, or the pool's if lower. */
+  const capOf = (): number => Math.min(t.maxPreemptions, ruleCap);
 
   const levelFor = (attained: number): number => {
     let q = 0;
@@ -443,7 +448,8 @@ export function migpoolPolicy(tuning: Partial<MigpoolTuning> = {}): Policy {
     spec.gpus < t.pinGpus &&
     (level !== 0 || !t.agedRunsToEnd) &&
     (starving || (!t.backgroundMinRun && rankOf(id, spec) === 'background') || view.now - started >= minRunOf(view, id, spec, started)) &&
-    historyOf(view, id).preemptions < t.maxPreemptions;
+    view.now - started >= ruleRun &&
+    historyOf(view, id).preemptions < capOf();
   /** Seconds a running job runs before it may be preempted: MIN_RUN_SECONDS, or more for one that ran long before. */
   const minRunOf = (view: ClusterView, id: string, spec: JobSpec, started: number): number => {
     if (t.minRunFactor === 0) return baseRunOf(view, id);
@@ -477,7 +483,7 @@ export function migpoolPolicy(tuning: Partial<MigpoolTuning> = {}): Policy {
         for (const i of g.instances) {
           if (i.job === null || taken.has(i.job)) continue;
           const r = view.running.get(i.job);
-          if (!r || rankOf(i.job, r.spec) !== 'background' || r.spec.preemptible === false || historyOf(view, i.job).preemptions >= t.maxPreemptions) continue;
+          if (!r || rankOf(i.job, r.spec) !== 'background' || r.spec.preemptible === false || view.now - r.started < ruleRun || historyOf(view, i.job).preemptions >= capOf()) continue;
           if (!profileAllows(job, i.profile.name, g.model) || !ctx.fits(job, { kind: 'instance', model: g.model, profile: i.profile.name })) continue;
           found = { gpu: g.id, start: i.start, victim: i.job };
           break;
@@ -563,6 +569,8 @@ export function migpoolPolicy(tuning: Partial<MigpoolTuning> = {}): Policy {
     name: 'migpool',
     recutRule: RECUT_RULE,
     decide(view: ClusterView, ctx: PolicyContext): Decision[] {
+      ruleRun = ctx.preemptionRules?.minRunSeconds ?? 0;
+      ruleCap = ctx.preemptionRules?.maxPreemptions ?? Infinity;
       demote(view);
       if (view.queue.length === 0) {
         // Nothing waits (most passes on a fleet with room): idle MIG GPUs go back to whole GPUs,
@@ -723,13 +731,13 @@ export function migpoolPolicy(tuning: Partial<MigpoolTuning> = {}): Policy {
             }
             demand -= job.gpus;
             // A job at the cap would hold its GPUs to its end: not while younger jobs wait for GPUs.
-            if (t.cappedWaitsForYounger && waitLevel < st.level && job.exactProfile !== true && historyOf(view, id).preemptions >= t.maxPreemptions) {
+            if (t.cappedWaitsForYounger && waitLevel < st.level && job.exactProfile !== true && historyOf(view, id).preemptions >= capOf()) {
               waits(st, 'capped');
               continue;
             }
             // Slices: an exact profile always; a young single-GPU job when jobs wait.
             const young = st.level >= 1 && st.level <= t.packLevel;
-            if (job.exactProfile === true || (job.gpus === 1 && contended && young && slices.any && (t.packCapped || historyOf(view, id).preemptions < t.maxPreemptions))) {
+            if (job.exactProfile === true || (job.gpus === 1 && contended && young && slices.any && (t.packCapped || historyOf(view, id).preemptions < capOf()))) {
               const at = slices.take(job);
               if (at) {
                 sliceStarts.push({ job, at });
