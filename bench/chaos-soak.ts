@@ -16,6 +16,7 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSy
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { createRandom } from '../src/random.js';
 
 /** What {@link runChaosSoak} does. */
 export interface ChaosOptions {
@@ -80,18 +81,6 @@ export interface ChaosReport {
 const BIN = ['../bin/migpool.js', '../../bin/migpool.js'].map((p) => fileURLToPath(new URL(p, import.meta.url))).find((p) => existsSync(p)) ?? 'bin/migpool.js';
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
-/** mulberry32: a small seeded generator, so a seed replays the same choices. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 /**
  * The job: appends `ID ATTEMPT start`, sleeps, appends `end` and exits with its mode's status. It
  * holds flock(1) on a per-job lock file for as long as any process of the attempt lives (the lock
@@ -146,7 +135,8 @@ const FINAL = new Set(['succeeded', 'failed', 'cancelled']);
 /** Runs one soak and checks its invariants; see the file's comment. */
 export async function runChaosSoak(o: ChaosOptions): Promise<ChaosReport> {
   const say = o.say ?? (() => undefined);
-  const random = rng(o.seed);
+  // The project's seeded source (src/random.ts), so a seed replays the same choices.
+  const random = createRandom(o.seed);
   const pick = <T>(xs: readonly T[]): T => xs[Math.floor(random() * xs.length)] as T;
   const between = (lo: number, hi: number): number => lo + random() * (hi - lo);
   const t0 = Date.now();
