@@ -17,6 +17,7 @@ import { delimiter, isAbsolute, join, resolve } from 'node:path';
 import { badInput, MigpoolError } from '../errors.js';
 import { HOOK_POINTS, hookEnv, hooksAt } from '../partition/hooks.js';
 import type { HookPoint, HookSpec, MigPartedHooks } from '../partition/hooks.js';
+import { signalGroup } from './proc.js';
 
 export interface RunHooksOptions {
   /** Start from this process's environment. Default true; false is exactly mig-parted. */
@@ -83,15 +84,6 @@ const STDERR_TAIL_CHARS = 64 * 1024;
 /** Signals that end migpool which also reach a running hook, as they would in mig-parted (see runOne). */
 const FORWARDED_SIGNALS: readonly NodeJS.Signals[] = ['SIGINT', 'SIGTERM', 'SIGHUP'];
 
-/** Sends `signal` to every process of the group `pgid`; a group already gone is no error. */
-function killGroup(pgid: number, signal: NodeJS.Signals): void {
-  try {
-    process.kill(-pgid, signal);
-  } catch {
-    // ESRCH: no process of the group is left.
-  }
-}
-
 /**
  * While a hook runs in its own process group, a SIGINT, SIGTERM or SIGHUP to migpool is passed on
  * to that group (mig-parted's hooks share its group, so a Ctrl-C reaches them), and then, when
@@ -101,7 +93,7 @@ function killGroup(pgid: number, signal: NodeJS.Signals): void {
 function forwardSignals(pgid: number): () => void {
   const handlers = FORWARDED_SIGNALS.map((signal) => {
     const handler = (): void => {
-      killGroup(pgid, signal);
+      signalGroup(pgid, signal);
       stop();
       if (process.listenerCount(signal) === 0) process.kill(process.pid, signal);
     };
@@ -159,7 +151,7 @@ function runOne(point: string, index: number, hook: HookSpec, env: Readonly<Reco
       stopForwarding();
       // A hook past its limit has ended: what is left of its group (a child that ignored SIGTERM
       // and let go of the pipes) goes too, not to outlive the apply.
-      if (timedOut && pgid !== undefined) killGroup(pgid, 'SIGKILL');
+      if (timedOut && pgid !== undefined) signalGroup(pgid, 'SIGKILL');
       // Whatever still holds the pipes (a background process of the hook) may write on: read and
       // drop it without keeping this process alive.
       for (const stream of [child.stdout, child.stderr]) {
@@ -207,7 +199,7 @@ function runOne(point: string, index: number, hook: HookSpec, env: Readonly<Reco
       later(PIPE_DRAIN_MS, () => {
         // After a timeout, what is left of the group and still holds the pipes is stopped.
         if (timedOut && pgid !== undefined) {
-          killGroup(pgid, 'SIGKILL');
+          signalGroup(pgid, 'SIGKILL');
           sentKill = true;
         }
         finish();
@@ -235,9 +227,9 @@ function runOne(point: string, index: number, hook: HookSpec, env: Readonly<Reco
       later(timeoutMs, () => {
         if (exit) return;
         timedOut = true;
-        killGroup(pgid, 'SIGTERM');
+        signalGroup(pgid, 'SIGTERM');
         later(options.killGraceMs ?? HOOK_KILL_GRACE_MS, () => {
-          killGroup(pgid, 'SIGKILL');
+          signalGroup(pgid, 'SIGKILL');
           sentKill = true;
         });
       });

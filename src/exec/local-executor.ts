@@ -31,7 +31,7 @@ import { fileURLToPath } from 'node:url';
 import { MigpoolError, badInput } from '../errors.js';
 import type { ProcessRef } from '../store/types.js';
 import type { Executor, ExitReport, LaunchSpec } from './executor.js';
-import { environHasAll, findProcessesByEnviron, isSameLiveProcess, listPids, readCmdline, readEnviron, readProcStat } from './proc.js';
+import { environHasAll, findProcessesByEnviron, isSameLiveProcess, listPids, readCmdline, readEnviron, readProcStat, signalGroup } from './proc.js';
 import { withoutServiceSecrets } from './service-secrets.js';
 
 export interface LocalExecutorOptions {
@@ -235,14 +235,6 @@ export function findRunnerProcess(dir: string): ProcessRef | null {
 function graceOfLaunch(dir: string): number | null {
   const launch = readJson(attemptFiles(dir).launch);
   return isRecord(launch) && typeof launch.graceSeconds === 'number' && Number.isFinite(launch.graceSeconds) ? launch.graceSeconds : null;
-}
-
-function signalGroup(pgid: number, signal: NodeJS.Signals): void {
-  try {
-    process.kill(-pgid, signal);
-  } catch {
-    // Already gone.
-  }
 }
 
 /**

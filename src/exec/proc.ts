@@ -136,3 +136,12 @@ export function findProcessesByEnviron(wanted: readonly string[], except: Readon
   }
   return found;
 }
+
+/** Sends `signal` to every process of the group `pgid`; a group already gone is no error (ESRCH). */
+export function signalGroup(pgid: number, signal: NodeJS.Signals): void {
+  try {
+    process.kill(-pgid, signal);
+  } catch {
+    // No process of the group is left.
+  }
+}
