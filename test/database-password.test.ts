@@ -45,3 +45,23 @@ describe('a --database password on the command line', () => {
     }
   });
 });
+
+describe('a database URL that is not PostgreSQL', () => {
+  const run = (args: string[], env: Record<string, string>) =>
+    new Promise<{ code: number | null; err: string }>((resolve) => {
+      const proc = spawn(process.execPath, [BIN, ...args], { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, ...env } });
+      let err = '';
+      proc.stderr.on('data', (d: Buffer) => (err += d.toString()));
+      proc.on('close', (code) => resolve({ code, err }));
+    });
+  it('from $MIGPOOL_DATABASE is refused in one line that names the variable, and nothing is written', { timeout: 30_000 }, async () => {
+    const dataDir = join(dir, 'env-junk');
+    for (const args of [['users', 'list', '--data-dir', dataDir], ['serve', '--data-dir', dataDir, '--listen', '127.0.0.1:0', '--simulate', '1xA100-SXM4-40GB']]) {
+      const r = await run(args, { MIGPOOL_DATABASE: 'mysql://ml:s3cret@db/x' });
+      expect(r.code).toBe(2);
+      expect(r.err.trim().split('\n')).toHaveLength(1);
+      expect(r.err).toContain('$MIGPOOL_DATABASE is mysql://ml:***@db/x: only postgres:// and postgresql:// URLs are accepted; fix it, or unset MIGPOOL_DATABASE');
+    }
+    expect(() => readFileSync(join(dataDir, 'token'))).toThrow();
+  });
+});

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { hidePasswordFromPs, withoutPassword } from './database-option.js';
+import { checkDatabaseUrl, hidePasswordFromPs, withoutPassword } from './database-option.js';
 
 describe('withoutPassword', () => {
   it('writes a URL password as *** and leaves the rest', () => {
@@ -26,5 +26,20 @@ describe('hidePasswordFromPs', () => {
     expect(hidePasswordFromPs('postgres://ml@db/migpool', 'serve', ['node', 'migpool', 'serve', '--database', 'postgres://ml@db/migpool'], (t) => titles.push(t))).toBeNull();
     expect(hidePasswordFromPs(undefined, 'serve', [], (t) => titles.push(t))).toBeNull();
     expect(titles).toEqual([]);
+  });
+});
+
+describe('checkDatabaseUrl', () => {
+  it('names --database when the URL was typed, and $MIGPOOL_DATABASE when it came from there', () => {
+    expect(() => checkDatabaseUrl('mysql://ml:pw@db/x', ['node', 'migpool', 'serve', '--database', 'mysql://ml:pw@db/x'])).toThrow(
+      /^--database mysql:\/\/ml:\*\*\*@db\/x: only postgres:\/\/ and postgresql:\/\/ URLs are accepted; fix it, or leave --database out/,
+    );
+    expect(() => checkDatabaseUrl('junk', ['node', 'migpool', 'serve', '--database=junk'])).toThrow(/^--database junk:/);
+    expect(() => checkDatabaseUrl('junk', ['node', 'migpool', 'serve'])).toThrow(/^\$MIGPOOL_DATABASE is junk: .*unset MIGPOOL_DATABASE to use SQLite/);
+  });
+  it('lets PostgreSQL URLs and no URL through', () => {
+    expect(() => checkDatabaseUrl('postgres://ml@db/x', [])).not.toThrow();
+    expect(() => checkDatabaseUrl('POSTGRESQL://ml@db/x', [])).not.toThrow();
+    expect(() => checkDatabaseUrl(undefined, [])).not.toThrow();
   });
 });

@@ -12,6 +12,7 @@
  * told to use one of the other two. What `ps` showed before that, it showed.
  */
 import { Option } from 'commander';
+import { badInput } from '../errors.js';
 
 /** The environment variable `--database` falls back to. */
 export const DATABASE_ENV = 'MIGPOOL_DATABASE';
@@ -45,4 +46,21 @@ export function hidePasswordFromPs(url: string | undefined, command: string, arg
   if (i < 0) return null;
   retitle(`migpool ${command} --database ${hidden}`);
   return `--database carries a password, which other users of this machine can read with ps; give it in $PGPASSWORD (or the whole URL in $${DATABASE_ENV}) instead`;
+}
+
+/**
+ * Refuses, before anything is opened, a database URL that is not PostgreSQL's, naming where it
+ * came from: `--database` when it stands in the arguments, else $MIGPOOL_DATABASE (commander's
+ * `.env` fallback), so a stale variable is not mistaken for a flag the user never typed.
+ * @throws MigpoolError BAD_INPUT with the URL (password hidden) and the fix
+ */
+export function checkDatabaseUrl(url: string | undefined, argv: readonly string[] = process.argv): void {
+  if (url === undefined || /^postgres(ql)?:\/\//i.test(url)) return;
+  const fromFlag = argv.some((a) => a === url || a === `--database=${url}`);
+  const shown = withoutPassword(url);
+  throw badInput(
+    fromFlag
+      ? `--database ${shown}: only postgres:// and postgresql:// URLs are accepted; fix it, or leave --database out to use SQLite in the data dir`
+      : `$${DATABASE_ENV} is ${shown}: only postgres:// and postgresql:// URLs are accepted; fix it, or unset ${DATABASE_ENV} to use SQLite in the data dir`,
+  );
 }

@@ -16,7 +16,7 @@ import type { JobRecord } from '../../store/types.js';
 import { defaultDataDir } from '../../server/files.js';
 import { writeJson, type Io } from '../io.js';
 import { startPool, type RunningPool } from '../pool.js';
-import { databaseOption, hidePasswordFromPs } from '../database-option.js';
+import { checkDatabaseUrl, databaseOption, hidePasswordFromPs } from '../database-option.js';
 
 interface ServeFlags {
   dataDir?: string;
@@ -83,6 +83,7 @@ export function registerServe(program: Command, io: Io): void {
     .option('--dcgm-job-mapping-dir <dir>', "keep dcgm-exporter's HPC job mapping files here (one per GPU or MIG instance, holding the ids of the jobs on it), so that DCGM's series carry hpc_job: give dcgm-exporter the same directory with --hpc-job-mapping-dir")
     .option('--mps-slowdown-bound <x>', 'MPS sharing: largest slowdown of a foreground job beside background jobs (its samples/s alone over beside them) before they back off (DeepPool: 1.1)', '1.1')
     .action(async (f: ServeFlags) => {
+      checkDatabaseUrl(f.database);
       const warning = hidePasswordFromPs(f.database, 'serve');
       if (warning !== null) io.err(`migpool serve: ${warning}`);
       const dataDir = f.dataDir ?? defaultDataDir();

@@ -12,7 +12,7 @@ import type { Store, UserRecord } from '../../store/types.js';
 import { checkQuota, checkUnixUser, checkUserName, checkWeight } from '../../store/users.js';
 import { writeJson, type Io } from '../io.js';
 import { renderTable } from '../table.js';
-import { databaseOption, hidePasswordFromPs } from '../database-option.js';
+import { checkDatabaseUrl, databaseOption, hidePasswordFromPs } from '../database-option.js';
 import { heldGpusNow } from '../held-gpus.js';
 import { gpusText } from '../../sched/shares.js';
 
@@ -42,6 +42,7 @@ function withStoreOptions(cmd: Command): Command {
  * before the first start does not leave the pool without an admin.
  */
 async function withStore<T>(f: StoreFlags, io: Io, work: (store: Store, dataDir: string) => Promise<T>, create = false): Promise<T> {
+  checkDatabaseUrl(f.database);
   const warning = hidePasswordFromPs(f.database, 'users');
   if (warning !== null) io.err(`migpool users: ${warning}`);
   const dataDir = f.dataDir ?? defaultDataDir();
