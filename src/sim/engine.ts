@@ -1,5 +1,5 @@
 import { MigpoolError } from '../errors.js';
-import type { ClusterIndex, IndexedClusterView } from '../sched/policies/common.js';
+import { canEverRun, type ClusterIndex, type IndexedClusterView } from '../sched/policies/common.js';
 import { NO_HISTORY, type Decision, type JobHistory, type JobSpec, type PolicyContext, type Priority, type ScaledRun } from '../sched/types.js';
 import { createRandom } from '../random.js';
 import { checkDecision, type CheckLookup } from '../sched/check.js';
@@ -9,7 +9,7 @@ import { Gpu, Inst, Job, Running } from './fleet-state.js';
 import { createEstimator } from './info.js';
 import { askedSpeed, bigJobMetrics, lowerBounds, percentile, slowdownMetrics } from './metrics.js';
 import type { PriorityMetrics, SimMetrics, SimulationInput, SimulationResult } from './types.js';
-import { sliceShare, userOf } from '../sched/shares.js';
+import { QUOTA_TOLERANCE, sliceShare, userOf } from '../sched/shares.js';
 import { UserAccounting } from './user-metrics.js';
 
 /**
@@ -695,7 +695,11 @@ export function simulate(input: SimulationInput): SimulationResult {
     slowdown: slowdownMetrics(slowdowns),
     bigJobs: bigJobMetrics(byInputIndex.map((j) => ({ gpus: j.spec.gpus, jct: j.status === 'done' ? j.finished - j.spec.arrival : null }))),
     preemptions: { total: preemptionTotal, maxPerJob: preemptionMax },
-    bounds: lowerBounds(jobs, input.fleet.gpus, speeds, startTime, scaling),
+    // Jobs no policy can run here (more GPUs than the fleet or, for a job of whole GPUs, than its user's quota; memory no GPU holds) are left out of the bounds.
+    bounds: lowerBounds(jobs, input.fleet.gpus, speeds, startTime, scaling, (spec) => {
+      const quota = input.users?.get(userOf(spec))?.quotaGpus ?? null;
+      return (quota === null || spec.gpus <= 1 || spec.gpus <= quota + QUOTA_TOLERANCE) && canEverRun(view, ctx, spec);
+    }),
     ...(users ? { byUser: users.result(perJob, input.users) } : {}),
     unknownMemoryJobs: jobs.filter((j) => j.memory === null).length,
   };

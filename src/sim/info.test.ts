@@ -122,4 +122,16 @@ describe('preemption costs time', () => {
     expect(r.bounds.makespanSeconds).toBeGreaterThanOrEqual(300);
     expect(r.bounds.makespanSeconds).toBeLessThanOrEqual(r.metrics.makespanSeconds);
   });
+
+  it('leaves out of the bounds the jobs no policy can run there, as the makespan and JCTs leave them out', () => {
+    // Found with `simulate --trace philly --fleet 8xA100-SXM4-40GB --limit 500`: 11 jobs of more than 8 GPUs took the
+    // "lower bound" of the makespan to 520 d while every policy ended by 464 d.
+    const two = parseFleet('2xA100-SXM4-40GB');
+    const trace = [job('a', 0, 1000), job('big', 0, 1e6, { gpus: 4 }), job('huge-memory', 0, 1e6, { memoryGiB: 500 })];
+    const r = simulate({ fleet: two, jobs: trace, policy: exclusivePolicy(), seed: 1 });
+    expect(r.metrics.completed).toBe(1);
+    expect(r.bounds.neverRun).toBe(2);
+    expect(r.bounds.avgJctSeconds).toBe(1000);
+    expect(r.bounds.makespanSeconds).toBeLessThanOrEqual(r.metrics.makespanSeconds);
+  });
 });

@@ -37,7 +37,12 @@ export interface PreemptionMetrics {
   readonly maxPerJob: number;
 }
 
-/** Offline lower bounds of a trace on a fleet: what no policy can beat. */
+/**
+ * Offline lower bounds of a trace on a fleet: what no policy can beat. Taken over the jobs that
+ * can ever run there (a job asking for more GPUs than the fleet has, or than its user's quota, or
+ * for memory no GPU of the fleet holds, completes under no policy and is left out, as the JCTs
+ * and the makespan leave it out).
+ */
 export interface Bounds {
   /** The mean of each job's best run time (alone, on the fastest resource, no waiting). */
   readonly avgJctSeconds: number;
@@ -46,6 +51,8 @@ export interface Bounds {
    * slices) and the latest arrival plus best run time, from the start of the trace.
    */
   readonly makespanSeconds: number;
+  /** Jobs of the trace the bounds leave out: no policy can ever run them on this fleet. */
+  readonly neverRun: number;
 }
 
 /** Jobs asking for at least this many GPUs count as big. */
@@ -124,8 +131,10 @@ function leastSliceSeconds(job: JobSpec, work: number, model: GpuModel, speeds: 
 }
 
 /** Offline lower bounds of a trace on a fleet (see Bounds). */
-export function lowerBounds(jobs: readonly JudgedJob[], fleet: readonly GpuModel[], speeds: SpeedTable, startTime: number, scaling?: ScalingModel): Bounds {
-  if (jobs.length === 0 || fleet.length === 0) return { avgJctSeconds: 0, makespanSeconds: 0 };
+export function lowerBounds(all: readonly JudgedJob[], fleet: readonly GpuModel[], speeds: SpeedTable, startTime: number, scaling?: ScalingModel, everRuns: (job: JobSpec) => boolean = () => true): Bounds {
+  const jobs = all.filter((j) => everRuns(j.spec));
+  const neverRun = all.length - jobs.length;
+  if (jobs.length === 0 || fleet.length === 0) return { avgJctSeconds: 0, makespanSeconds: 0, neverRun };
   const models = [...new Map(fleet.map((m) => [m.name, m])).values()];
   const totalSlices = fleet.reduce((s, m) => s + m.computeSlices, 0);
   let sumBest = 0;
@@ -140,7 +149,7 @@ export function lowerBounds(jobs: readonly JudgedJob[], fleet: readonly GpuModel
     sliceSeconds += least;
   }
   const capacityEnd = startTime + sliceSeconds / totalSlices;
-  return { avgJctSeconds: sumBest / jobs.length, makespanSeconds: Math.max(capacityEnd, lastEnd) - startTime };
+  return { avgJctSeconds: sumBest / jobs.length, makespanSeconds: Math.max(capacityEnd, lastEnd) - startTime, neverRun };
 }
 
 /** Slowdown percentiles of completed jobs (jct and alone-time pairs). */

@@ -29,7 +29,7 @@ function result(policy: string, scale: number): SimulationResult {
     slowdown: { p50: 2, p95: 5, p99: 9 },
     bigJobs: { count: 10, completed: 10, avgJctSeconds: 5000, p99JctSeconds: 9000 },
     preemptions: { total: 3, maxPerJob: 1 },
-    bounds: { avgJctSeconds: 500, makespanSeconds: 7000 },
+    bounds: { avgJctSeconds: 500, makespanSeconds: 7000, neverRun: 0 },
     unknownMemoryJobs: 0,
   };
 }

@@ -95,7 +95,7 @@ function judgingTable(results: readonly SimulationResult[]): string {
     )
     .join('\n');
   const b = results[0]?.bounds;
-  const bounds = b ? `<p class="notes">Offline lower bounds: average JCT ${durationText(b.avgJctSeconds)} (each job alone on its fastest resource), makespan ${durationText(b.makespanSeconds)} (capacity, or the last arrival plus its run).</p>` : '';
+  const bounds = b ? `<p class="notes">Offline lower bounds: average JCT ${durationText(b.avgJctSeconds)} (each job alone on its fastest resource), makespan ${durationText(b.makespanSeconds)} (capacity, or the last arrival plus its run)${b.neverRun > 0 ? `, over the jobs that can run: ${b.neverRun} of the trace never can on this fleet` : ''}.</p>` : '';
   return `<table>\n<thead>${head}</thead>\n<tbody>\n${body}\n</tbody>\n</table>\n${bounds}`;
 }
 

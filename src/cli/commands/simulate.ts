@@ -311,7 +311,7 @@ function renderText(title: string, perPolicy: readonly PolicyRuns[]): string {
   const parts = [title, renderTable(head, rows)];
   const bounds = perPolicy[0]?.runs ?? [];
   if (bounds.length > 0) {
-    parts.push(`lower bounds: avg JCT ${fmt(bounds.map((r) => r.bounds.avgJctSeconds), durationText)}, makespan ${fmt(bounds.map((r) => r.bounds.makespanSeconds), durationText)} (no policy can do better)`);
+    parts.push(`lower bounds: avg JCT ${fmt(bounds.map((r) => r.bounds.avgJctSeconds), durationText)}, makespan ${fmt(bounds.map((r) => r.bounds.makespanSeconds), durationText)} (no policy can do better${(bounds[0]?.bounds.neverRun ?? 0) > 0 ? `; over the jobs that can run, ${bounds[0]?.bounds.neverRun} of the trace never can` : ''})`);
   }
   const unknown = bounds[0]?.unknownMemoryJobs ?? 0;
   if (unknown > 0) parts.push(`${unknown} of ${bounds[0]?.metrics.jobs ?? 0} jobs have unknown memory: placed only on a whole GPU or the profile they asked for, never on a slice on a guess`);
