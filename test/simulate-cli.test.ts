@@ -112,6 +112,18 @@ describe('migpool simulate', () => {
     expect(html.match(/<svg /g)).toHaveLength(4);
   });
 
+  it('leaves the jobs no policy can run out of the bounds, and shows no big-job tail when no big job completed', async () => {
+    // Found as a user: 'simulate --trace philly --fleet 8xA100-SXM4-40GB --limit 500' printed a makespan "lower bound" of
+    // 520 d beside policies that ended by 464 d, and a BIG P99 JCT of '0 s' where no big job ran.
+    const file = join(dir, 'too-big.csv');
+    writeFileSync(file, 'arrival,workload,gpus,duration\n0,small,1,600\n0,small,4,100000\n');
+    const { code, out, err } = await cli('simulate', '--trace', file, '--fleet', '2xA100-SXM4-40GB', '--policies', 'exclusive,migpool');
+    expect(code).toBe(0);
+    expect(out).toMatch(/^exclusive\s+1\/2\s+10\.0 min\s+10\.0 min\s.*\s-\s+0 \(0\)/m);
+    expect(out).toContain('lower bounds: avg JCT 10.0 min, makespan 10.0 min (no policy can do better; over the jobs that can run, 1 of the trace never can)');
+    expect(err).toContain("1 jobs ask for more GPUs than the fleet's 2: they never run");
+  });
+
   it('reads a Philly or Alibaba file given as --trace FILE by its header', async () => {
     const philly = readFileSync(new URL('../data/traces/philly/philly.csv', import.meta.url), 'utf8').split('\n').slice(0, 21).join('\n');
     const file = join(dir, 'philly-head.csv');

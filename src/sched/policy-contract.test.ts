@@ -10,7 +10,9 @@
  * - honours requested profiles: a job that asked for a MIG profile never starts on an instance
  *   with fewer compute slices (a whole GPU is never smaller);
  * - never preempts a job that may not be preempted (`preemptible: false`: the simulator's
- *   decision check throws on it).
+ *   decision check throws on it);
+ * - on a fleet whose GPUs differ in memory, places no job where its memory does not fit (the
+ *   check throws) and still completes every job some GPU holds.
  */
 import type { Highs } from 'highs';
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -139,6 +141,19 @@ describe('policy contract', () => {
   });
 
   describe.each(EXAMPLES)('%s', (name) => {
+    // Static layouts name A100 profiles, which an A30 does not have.
+    it.skipIf(name.startsWith('static:'))('on a fleet whose GPUs differ in memory: places no job where its memory does not fit, and completes every job', () => {
+      // Found with `simulate --trace synthetic --fleet 4xA30-24GB --policies miso`: miso started a 2-GPU job of
+      // 24.46 GiB on two A30-24GB, and the simulator stopped on the invalid decision.
+      const fleet = parseFleet('2xA30-24GB,2xA100-40GB');
+      for (const seed of SEEDS) {
+        // At most 2 GPUs (there are two of each model); every third job needs 30 GiB (only an A100-40GB holds it), the others 8 GiB.
+        const jobs = randomTrace(seed).map((j, k) => ({ ...j, gpus: Math.min(j.gpus, 2), ...(k % 3 === 0 ? { memoryGiB: 30, profile: null } : { memoryGiB: 8 }) }));
+        const { result } = run(name, fleet, jobs, seed, 'noisy');
+        expect(result.metrics.completed, `seed ${seed}: jobs completed`).toBe(jobs.length);
+      }
+    });
+
     it.each(FLEETS.map((f, i) => [f.spec, f, i] as const))('on %s: valid decisions, every job done, deterministic, profiles honoured', (_, fleet, i) => {
       for (const seed of SEEDS) {
         // Every information model in turn (across seeds and fleets): the policy never sees the true work.

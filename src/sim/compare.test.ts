@@ -54,8 +54,11 @@ describe('the comparison of policies', () => {
     expect(noisy['makespan <= 1.02x exclusive']).toMatchObject({ verdict: 'PASS', value: 1.01 });
     expect(noisy['<= 10 preemptions per job']).toMatchObject({ verdict: 'MISS', value: 12, detail: 'most per job 12 (limit 10): 2 over' });
     const none = results.filter((r) => r.info === 'none');
-    expect(none.find((r) => r.target.startsWith('big-job'))).toMatchObject({ verdict: 'n/a', detail: 'the trace has no jobs of 4 GPUs or more' });
+    expect(none.find((r) => r.target.startsWith('big-job'))).toMatchObject({ verdict: 'n/a', detail: 'no job of 4 GPUs or more completed' });
     expect(none.find((r) => r.target.startsWith('avg JCT'))).toMatchObject({ verdict: 'n/a', detail: 'no tiresias run' });
+    // No big job done under migpool while some were under exclusive: a miss, not a pass on a p99 of nothing.
+    const starved = checkTargets(summarize([run('exclusive', 1, { bigP99JctSeconds: 40 * H }), run('migpool', 1, { bigJobs: 3, bigP99JctSeconds: null })]));
+    expect(starved.find((r) => r.target.startsWith('big-job'))).toMatchObject({ verdict: 'MISS', detail: 'no job of 4 GPUs or more completed, while some did under exclusive' });
     // A peer at the lower bound: 0.9x of it cannot be reached, and the check says so.
     const bound = checkTargets(summarize([run('tiresias', 1, { avgJctSeconds: 5 * H }), run('migpool', 1, { avgJctSeconds: 5 * H })]));
     expect(bound.find((r) => r.target.startsWith('avg JCT'))?.detail).toBe('1.000x tiresias (limit 0.90x): 11.1% over; out of reach: the lower bound is 1.000x tiresias');

@@ -53,7 +53,8 @@ export function figuresOf(r: SimulationResult, wallSeconds: number): RunFigures 
     makespanSeconds: r.metrics.makespanSeconds,
     p99Slowdown: r.slowdown.p99,
     bigJobs: r.bigJobs.count,
-    bigP99JctSeconds: r.bigJobs.count > 0 ? r.bigJobs.p99JctSeconds : null,
+    // None when no big job completed: a p99 of no JCTs is no figure (it read 0 s, and passed every target).
+    bigP99JctSeconds: r.bigJobs.completed > 0 ? r.bigJobs.p99JctSeconds : null,
     preemptionsTotal: r.preemptions.total,
     maxPreemptionsPerJob: r.preemptions.maxPerJob,
     boundAvgJctSeconds: r.bounds.avgJctSeconds,
@@ -233,7 +234,8 @@ export function checkTargets(summaries: readonly TraceSummary[], policy = 'migpo
       const floor = tiresias ? s.bounds.avgJctSeconds / tiresias.avgJctSeconds.mean : 0;
       out.push(jct.verdict === 'MISS' && floor > TARGETS.avgJctOverTiresias ? { ...jct, detail: `${jct.detail}; out of reach: the lower bound is ${floor.toFixed(3)}x tiresias` } : jct);
       out.push(ratio('p99 slowdown <= tiresias', 'tiresias', me.p99Slowdown.mean, tiresias?.p99Slowdown.mean, TARGETS.p99SlowdownOverTiresias));
-      if (me.bigP99JctSeconds === null) out.push({ trace: s.trace, info, target: 'big-job p99 JCT <= exclusive', verdict: 'n/a', value: null, limit: TARGETS.bigP99OverExclusive, detail: 'the trace has no jobs of 4 GPUs or more' });
+      if (me.bigP99JctSeconds === null && exclusive?.bigP99JctSeconds != null) out.push({ trace: s.trace, info, target: 'big-job p99 JCT <= exclusive', verdict: 'MISS', value: null, limit: TARGETS.bigP99OverExclusive, detail: 'no job of 4 GPUs or more completed, while some did under exclusive' });
+      else if (me.bigP99JctSeconds === null) out.push({ trace: s.trace, info, target: 'big-job p99 JCT <= exclusive', verdict: 'n/a', value: null, limit: TARGETS.bigP99OverExclusive, detail: 'no job of 4 GPUs or more completed' });
       else out.push(ratio('big-job p99 JCT <= exclusive', 'exclusive', me.bigP99JctSeconds.mean, exclusive?.bigP99JctSeconds?.mean, TARGETS.bigP99OverExclusive));
       out.push(ratio('makespan <= 1.02x exclusive', 'exclusive', me.makespanSeconds.mean, exclusive?.makespanSeconds.mean, TARGETS.makespanOverExclusive));
       const n = me.maxPreemptionsPerJob;

@@ -91,7 +91,7 @@ function judgingTable(results: readonly SimulationResult[]): string {
   const body = results
     .map(
       (r) =>
-        `<tr><td>${escapeHtml(r.policy)}</td><td>${r.slowdown.p50.toFixed(2)}</td><td>${r.slowdown.p95.toFixed(2)}</td><td>${r.slowdown.p99.toFixed(2)}</td><td>${r.bigJobs.completed}/${r.bigJobs.count}</td><td>${durationText(r.bigJobs.avgJctSeconds)}</td><td>${durationText(r.bigJobs.p99JctSeconds)}</td><td>${r.preemptions.total}</td><td>${r.preemptions.maxPerJob}</td></tr>`,
+        `<tr><td>${escapeHtml(r.policy)}</td><td>${r.slowdown.p50.toFixed(2)}</td><td>${r.slowdown.p95.toFixed(2)}</td><td>${r.slowdown.p99.toFixed(2)}</td><td>${r.bigJobs.completed}/${r.bigJobs.count}</td><td>${r.bigJobs.completed > 0 ? durationText(r.bigJobs.avgJctSeconds) : '-'}</td><td>${r.bigJobs.completed > 0 ? durationText(r.bigJobs.p99JctSeconds) : '-'}</td><td>${r.preemptions.total}</td><td>${r.preemptions.maxPerJob}</td></tr>`,
     )
     .join('\n');
   const b = results[0]?.bounds;

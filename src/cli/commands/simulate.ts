@@ -302,7 +302,8 @@ function renderText(title: string, perPolicy: readonly PolicyRuns[]): string {
       fmt(pick((r) => r.metrics.p99JctSeconds), durationText),
       fmt(pick((r) => r.slowdown.p50), x),
       fmt(pick((r) => r.slowdown.p99), x),
-      rs[0] && rs[0].bigJobs.count > 0 ? fmt(pick((r) => r.bigJobs.p99JctSeconds), durationText) : '-',
+      // '-' when no big job completed (a p99 of no JCTs is no figure); over the seeds where some did.
+      rs.some((r) => r.bigJobs.completed > 0) ? fmt(rs.filter((r) => r.bigJobs.completed > 0).map((r) => r.bigJobs.p99JctSeconds), durationText) : '-',
       `${fmt(pick((r) => r.preemptions.total), (v) => v.toFixed(0))} (${Math.max(0, ...pick((r) => r.preemptions.maxPerJob))})`,
       fmt(pick((r) => r.metrics.utilization * 100), (v) => `${v.toFixed(1)}%`),
       fmt(pick((r) => r.metrics.reconfigurations), (v) => v.toFixed(0)),

@@ -17,6 +17,11 @@ import { bestLayoutFor, hasLayout } from './packing.js';
  * is done). It is rebuilt from nothing but the decisions it made, so replaying the same events
  * gives the same decisions.
  */
+/** Whether some slice of GPU g that the job's requested profile allows holds its memory. */
+function fitsSomeSlice(ctx: PolicyContext, job: JobSpec, g: GpuView): boolean {
+  return g.model.giProfiles.some((p) => profileAllows(job, p.name, g.model) && ctx.fits(job, { kind: 'instance', model: g.model, profile: p.name }));
+}
+
 export function misoPolicy(): Policy {
   /** Job id -> where it restarts once its GPU's re-partition is done. */
   const promised = new Map<string, { gpu: number; start: number }>();
@@ -96,7 +101,8 @@ export function misoPolicy(): Policy {
       for (const job of view.queue) {
         if (promised.has(job.id) || startedNow.has(job.id)) continue;
         if (job.gpus > 1) {
-          const idle = view.gpus.filter((g) => !touched.has(g.id) && (g.busyUntil === null || g.busyUntil <= view.now) && g.wholeGpuJobs.length === 0 && g.instances.every((i) => i.job === null) && load(g) === 0);
+          // Only GPUs whose memory holds the job (the decision check refuses the others).
+          const idle = view.gpus.filter((g) => !touched.has(g.id) && (g.busyUntil === null || g.busyUntil <= view.now) && g.wholeGpuJobs.length === 0 && g.instances.every((i) => i.job === null) && load(g) === 0 && ctx.fits(job, { kind: 'whole', model: g.model }));
           if (idle.length < job.gpus) continue;
           const chosen = idle.slice(0, job.gpus);
           const off = chosen.filter((g) => g.migEnabled);
@@ -108,7 +114,7 @@ export function misoPolicy(): Policy {
         let best: GpuView | null = null;
         let bestLoad = Infinity;
         for (const g of view.gpus) {
-          if (touched.has(g.id) || g.wholeGpuJobs.length > 0 || (g.busyUntil !== null && g.busyUntil > view.now)) continue;
+          if (touched.has(g.id) || g.wholeGpuJobs.length > 0 || (g.busyUntil !== null && g.busyUntil > view.now) || !fitsSomeSlice(ctx, job, g)) continue;
           const l = load(g);
           if (l >= 7 || l >= bestLoad) continue;
           best = g;
