@@ -524,5 +524,6 @@ export function createLocalExecutor(opts: LocalExecutorOptions = {}): Executor {
     closed = true;
   }
 
-  return { launch, adopt, cancel, onExit, logPaths, close, runsAsOthers: true };
+  const retained = (): number => tracked.size + reported.size;
+  return { launch, adopt, cancel, onExit, logPaths, close, retained, runsAsOthers: true };
 }

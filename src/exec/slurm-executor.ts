@@ -400,6 +400,7 @@ export function createSlurmExecutor(opts: SlurmExecutorOptions = {}): Executor {
     logPaths(ref) {
       return { stdout: join(ref.dir, 'stdout.log'), stderr: join(ref.dir, 'stderr.log') };
     },
+    retained: () => tracked.size + reported.size,
     async close() {
       if (closed) return;
       closed = true;
