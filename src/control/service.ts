@@ -1495,8 +1495,11 @@ export class PoolServiceImpl implements PoolService {
     if (this.readingProgress) return;
     this.readingProgress = true;
     try {
-      for (const r of [...this.active.values()]) {
-        if (r.state !== 'running' || !r.process) continue;
+      for (const { id } of [...this.active.values()]) {
+        // As it is now: a job that ended while the logs before it were read is forgotten (finish),
+        // and reading its log now would track it again, for the service's life.
+        const r = this.active.get(id);
+        if (r?.state !== 'running' || !r.process) continue;
         await this.progress.poll(r.id, this.o.executor.logPaths(r.process).stdout, this.o.now());
       }
       await this.learn();
