@@ -492,6 +492,32 @@ export class PoolServiceImpl implements PoolService {
     );
   }
 
+  /**
+   * How many entries the service keeps in memory per job and per listener: what must fall back to
+   * the open jobs' own once the others have ended (a long-running service holds nothing of a job
+   * that ended). `open`: the open jobs; every other figure beside it is bounded by it (`progress`,
+   * `specs`, ...), by the live event streams (`subscribers`), or by a cap (`endedDependencies`,
+   * at most 10,000); `executor`: the attempts the executor still holds (0 for one that does not say).
+   * For tests and the leak soak (bench/leak-soak.ts).
+   */
+  retained(): Record<string, number> {
+    return {
+      open: this.active.size,
+      specs: this.specs.size,
+      pastRuns: this.pastRuns.size,
+      reportedSpecs: this.reported.size,
+      oomMoves: this.oomMoves.size,
+      cancelsReceived: this.cancelsReceived.size,
+      exitsSeen: this.exitsSeen.size,
+      unrecorded: this.unrecorded.size,
+      refusalsLogged: this.refusalsLogged.size,
+      endedDependencies: this.ended.size,
+      progress: this.progress.size,
+      subscribers: this.listeners.size,
+      executor: this.o.executor.retained?.() ?? 0,
+    };
+  }
+
   subscribe(listener: (event: EventRecord) => void): () => void {
     this.listeners.add(listener);
     return () => this.listeners.delete(listener);
@@ -1469,8 +1495,11 @@ export class PoolServiceImpl implements PoolService {
     if (this.readingProgress) return;
     this.readingProgress = true;
     try {
-      for (const r of [...this.active.values()]) {
-        if (r.state !== 'running' || !r.process) continue;
+      for (const { id } of [...this.active.values()]) {
+        // As it is now: a job that ended while the logs before it were read is forgotten (finish),
+        // and reading its log now would track it again, for the service's life.
+        const r = this.active.get(id);
+        if (r?.state !== 'running' || !r.process) continue;
         await this.progress.poll(r.id, this.o.executor.logPaths(r.process).stdout, this.o.now());
       }
       await this.learn();

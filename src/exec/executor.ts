@@ -27,6 +27,11 @@ export interface Executor {
   onExit(listener: (report: ExitReport) => void): void;
   /** Paths of an attempt's logs. */
   logPaths(ref: ProcessRef): { stdout: string; stderr: string };
+  /**
+   * How many attempts it holds something of in memory (watched, or remembered): 0 once every
+   * attempt it launched or adopted has ended and been reported. For tests and the leak soak.
+   */
+  retained?(): number;
   /** Stops watching (timers, child handles) without killing anything. */
   close(): Promise<void>;
 }

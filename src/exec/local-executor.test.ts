@@ -258,6 +258,21 @@ describe('local executor', () => {
     expect(reports).toBe(0);
   });
 
+  it('holds nothing of attempts that ended and were reported, launched or adopted', async () => {
+    const ex = executor();
+    const launched = Array.from({ length: 12 }, () => spec('process.exit(0)'));
+    const ends = launched.map((s) => nextExit(ex, s.jobId));
+    const refs = [];
+    for (const s of launched) refs.push(await ex.launch(s));
+    expect(ex.retained?.()).toBeGreaterThan(0);
+    await Promise.all(ends);
+    // A restarted service settles attempts that ended while it was down.
+    const second = executor();
+    for (const [i, s] of launched.entries()) expect(await second.adopt(s.jobId, 1, refs[i]!)).toMatchObject({ reason: 'exited', exitCode: 0 });
+    expect(ex.retained?.()).toBe(0);
+    expect(second.retained?.()).toBe(0);
+  });
+
   it('a pid now used by another process is lost, not running', async () => {
     const ex = executor({ now: () => 1234 });
     const own = readProcStat(process.pid);

@@ -328,13 +328,14 @@ export function createLocalExecutor(opts: LocalExecutorOptions = {}): Executor {
   if (!(Number.isFinite(graceSeconds) && graceSeconds >= 0)) throw badInput(`local executor: graceSeconds ${graceSeconds} must be a number of seconds >= 0`);
   if (!(Number.isFinite(pollMs) && pollMs > 0)) throw badInput(`local executor: pollMs ${pollMs} must be a positive number of milliseconds`);
 
+  // Each attempt is reported once: by the one Tracked that watches it (ended() acts only while it
+  // is the job's current one, and untracks it), or by adopt's answer. Nothing of an attempt is
+  // kept once it is reported (a set of reported attempts grew by one per attempt, for the
+  // service's life).
   const tracked = new Map<string, Tracked>();
-  const reported = new Set<string>();
   const listeners: ((report: ExitReport) => void)[] = [];
   let pollTimer: NodeJS.Timeout | null = null;
   let closed = false;
-
-  const keyOf = (jobId: string, attempt: number): string => `${jobId}\u0000${attempt}`;
 
   function assertOpen(what: string): void {
     if (closed) throw new MigpoolError('RUNTIME', `local executor: ${what} after close(); create a new executor`);
@@ -353,9 +354,6 @@ export function createLocalExecutor(opts: LocalExecutorOptions = {}): Executor {
   }
 
   function emit(report: ExitReport): void {
-    const key = keyOf(report.jobId, report.attempt);
-    if (reported.has(key)) return;
-    reported.add(key);
     for (const listener of listeners) {
       try {
         listener(report);
@@ -485,7 +483,8 @@ export function createLocalExecutor(opts: LocalExecutorOptions = {}): Executor {
       watchByPolling();
       return 'running';
     }
-    reported.add(keyOf(jobId, attempt));
+    // Ended: the report is this answer, never also passed to onExit by a watcher of the same attempt.
+    if (current !== undefined && current.attempt === attempt) untrack(current);
     return endReport(jobId, attempt, ref.dir, false, null);
   }
 
@@ -524,5 +523,6 @@ export function createLocalExecutor(opts: LocalExecutorOptions = {}): Executor {
     closed = true;
   }
 
-  return { launch, adopt, cancel, onExit, logPaths, close, runsAsOthers: true };
+  const retained = (): number => tracked.size;
+  return { launch, adopt, cancel, onExit, logPaths, close, retained, runsAsOthers: true };
 }

@@ -83,6 +83,11 @@ export class ProgressReader {
     return this.cursors.get(jobId)?.last ?? null;
   }
 
+  /** How many jobs it tracks. */
+  get size(): number {
+    return this.cursors.size;
+  }
+
   /** Forgets a job (it ended). */
   forget(jobId: string): void {
     this.cursors.delete(jobId);

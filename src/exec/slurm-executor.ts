@@ -234,15 +234,14 @@ export function createSlurmExecutor(opts: SlurmExecutorOptions = {}): Executor {
   const now = opts.now ?? Date.now;
   const tracked = new Map<string, Tracked>();
   const listeners: ((r: ExitReport) => void)[] = [];
-  const reported = new Set<string>();
   let timer: NodeJS.Timeout | null = null;
   let polling: Promise<void> | null = null;
   let closed = false;
 
+  // Each attempt is reported once: by poll, while it is the job's tracked one (and then untracked),
+  // or by adopt's answer; nothing of it is kept afterwards (a set of reported attempts grew by one
+  // per attempt, for the service's life).
   function emit(report: ExitReport): void {
-    const key = `${report.jobId}\u0000${report.attempt}`;
-    if (reported.has(key)) return;
-    reported.add(key);
     for (const l of listeners) {
       try {
         l(report);
@@ -379,7 +378,8 @@ export function createSlurmExecutor(opts: SlurmExecutorOptions = {}): Executor {
       track(jobId, attempt, { ...ref, slurmJobId });
       return 'running';
     }
-    reported.add(`${jobId}\u0000${attempt}`);
+    // Ended: the report is this answer, never also emitted by a poll that still tracked the attempt.
+    if (tracked.get(jobId)?.attempt === attempt) tracked.delete(jobId);
     return endOf(jobId, attempt, slurmJobId, job, false);
   }
 
@@ -400,6 +400,7 @@ export function createSlurmExecutor(opts: SlurmExecutorOptions = {}): Executor {
     logPaths(ref) {
       return { stdout: join(ref.dir, 'stdout.log'), stderr: join(ref.dir, 'stderr.log') };
     },
+    retained: () => tracked.size,
     async close() {
       if (closed) return;
       closed = true;

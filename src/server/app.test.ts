@@ -1,3 +1,4 @@
+import { connect, type Socket } from 'node:net';
 import { hostname } from 'node:os';
 import { Writable } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
@@ -572,6 +573,40 @@ describe('GET /v1/events', () => {
       expect(header.status).toBe(400);
     }
     await closeNow(server);
+  });
+
+  it('holds no subscriber of clients that went while their token was looked up', async () => {
+    // The look-up of each token waits until the client's connection has closed on the server's side.
+    let release: () => void = () => undefined;
+    let gate = new Promise<void>((r) => (release = r));
+    const callers = async (token: string) => {
+      await gate;
+      return token === TOKEN ? { name: 'admin', admin: true } : null;
+    };
+    const server = await buildServer({ service: fake, callers, processMetrics: false, heartbeatMs: 15_000 });
+    const address = await server.listen({ host: '127.0.0.1', port: 0 });
+    let closedOnServer = 0;
+    server.server.on('connection', (socket: Socket) => socket.once('close', () => closedOnServer++));
+    let subscribed = 0;
+    const subscribe = fake.subscribe.bind(fake);
+    fake.subscribe = (listener) => (subscribed++, subscribe(listener));
+    const n = 20;
+    for (let i = 0; i < n; i++) {
+      gate = new Promise<void>((r) => (release = r));
+      const client = connect(Number(new URL(address).port), '127.0.0.1');
+      client.on('error', () => undefined);
+      await new Promise<void>((r) => client.once('connect', () => r()));
+      client.write(`GET /v1/events${i % 2 === 0 ? '' : '?after=0'} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${TOKEN}\r\n\r\n`);
+      // Half drop the connection with a reset, half with a clean close.
+      if (i % 4 < 2) client.resetAndDestroy();
+      else client.end();
+      while (closedOnServer <= i) await new Promise((r) => setTimeout(r, 5));
+      release();
+      while (subscribed <= i) await new Promise((r) => setTimeout(r, 5));
+    }
+    expect(subscribed).toBe(n);
+    expect(fake.subscribers).toBe(0);
+    await server.close();
   });
 
   it('ends open streams when the server closes', async () => {

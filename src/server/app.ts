@@ -409,6 +409,8 @@ export async function buildServer(opts: ServerOptions): Promise<FastifyInstance>
       return now !== null && now.name === caller.name && now.admin === caller.admin;
     };
     const stop = streamEvents(service, reply.raw, { afterSeq, heartbeatMs: opts.heartbeatMs ?? 15_000, authorized, ...(filter ? { filter } : {}) });
+    // A client gone before its stream began (reply.raw destroyed: no 'close' comes again) is stopped already.
+    if (reply.raw.destroyed) return;
     streams.add(stop);
     reply.raw.on('close', () => streams.delete(stop));
   });

@@ -31,7 +31,7 @@ export function formatEvent(event: EventRecord): string {
  * Writes the service's events to `res` as text/event-stream until the client goes or `stop` is
  * called. The subscription starts before the replay so that nothing falls between the two; events
  * are sent once each, in seq order. Returns `stop`, which ends the response and unsubscribes (the
- * client's disconnect does the same).
+ * client's disconnect does the same, also one that came before this call: `res` already destroyed).
  */
 export function streamEvents(service: PoolService, res: ServerResponse, options: EventStreamOptions): () => void {
   const pageSize = options.pageSize ?? 1000;
@@ -91,6 +91,13 @@ export function streamEvents(service: PoolService, res: ServerResponse, options:
     res.end();
   }
   res.on('close', stop);
+  // A client that went while its request was authorized (an async look-up of its token) left a
+  // response already closed: its 'close' has been and gone, and nothing would ever unsubscribe it
+  // nor clear its heartbeat (one subscriber and timer per such request, for the service's life).
+  if (res.destroyed) {
+    stop();
+    return stop;
+  }
 
   res.writeHead(200, {
     'content-type': 'text/event-stream; charset=utf-8',
