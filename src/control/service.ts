@@ -26,7 +26,7 @@ import { executePlans } from './apply.js';
 import { ActiveJobs } from './active-jobs.js';
 import { JournalFile } from './journal.js';
 import { launchRefusal } from './launch-check.js';
-import { attemptIdentity } from './run-as.js';
+import { attemptIdentity, rootRunRefusal, type RunAsOptions } from './run-as.js';
 import { WorkloadLearning, type LearningOptions } from './learning.js';
 import { failuresInARow, MAX_PREEMPTIONS_PER_JOB, MIN_RUN_BEFORE_PREEMPT_SECONDS, preemptRefusal, repartitionBackoffMs } from './preempt-rules.js';
 import { modelOfGpu, readCurrentState } from './state-reader.js';
@@ -84,6 +84,12 @@ export interface ServiceOptions {
   readonly learning?: LearningOptions;
   /** CUDA MPS sharing: daemons, the foreground's slowdown bound, how it is measured (see src/control/multiplex.ts). */
   readonly multiplex?: MultiplexOptions;
+  /**
+   * On a service that runs as root, whether jobs of users who are no admins and are mapped to no
+   * Unix account run as root [true]: false refuses their submissions (403) and fails an attempt
+   * that would (see run-as.ts rootRunRefusal). `migpool serve` passes false unless told.
+   */
+  readonly unmappedUsersAsRoot?: boolean;
 }
 
 /** One round of a live scheduling pass, as recorded for a replay. */
@@ -265,6 +271,7 @@ export class PoolServiceImpl implements PoolService {
       defaultWorkload: 'resnet50-imagenet64',
       defaultEstimateSeconds: 3600,
       minRunBeforePreemptSeconds: MIN_RUN_BEFORE_PREEMPT_SECONDS,
+      unmappedUsersAsRoot: true,
       ...options,
     };
     this.learning = new WorkloadLearning(this.o.store, this.o.gpu, this.o.learning, this.o.log);
@@ -350,6 +357,8 @@ export class PoolServiceImpl implements PoolService {
     parsed.forEach((s, i) => this.checkSpec(s, where(i)));
     const lookup = async (id: string) => this.active.get(id) ?? (await this.o.store.getJob(id));
     await checkDependencies(parsed, where, visibleLookup(lookup, options.owner, options.seesAllJobs === true));
+    const refusal = await rootRunRefusal(this.o.store, options.owner, this.runAsOptions());
+    if (refusal !== null) throw new MigpoolError('CHECK_FAILED', refusal, { httpStatus: 403 });
     const specs = expandArrays(parsed, where);
     const key = options.idempotencyKey;
     const owner = options.owner !== undefined ? { owner: options.owner } : {};
@@ -363,6 +372,11 @@ export class PoolServiceImpl implements PoolService {
     }
     this.schedule();
     return recs;
+  }
+
+  /** Who the service may run jobs as (see run-as.ts). */
+  private runAsOptions(): RunAsOptions {
+    return { executorRunsAsOthers: this.o.executor.runsAsOthers === true, unmappedUsersAsRoot: this.o.unmappedUsersAsRoot };
   }
 
   async getJob(id: string): Promise<JobRecord | null> {
@@ -963,7 +977,7 @@ export class PoolServiceImpl implements PoolService {
     try {
       mkdirSync(checkpoint, { recursive: true });
       // The owner's Unix account, when the service runs as root and the owner is mapped to one.
-      const who = await attemptIdentity(this.o.store, rec.owner, { dataDir: this.o.dataDir, attemptDir: dir, checkpointDir: checkpoint, workdir: rec.spec.workdir }, { executorRunsAsOthers: this.o.executor.runsAsOthers === true });
+      const who = await attemptIdentity(this.o.store, rec.owner, { dataDir: this.o.dataDir, attemptDir: dir, checkpointDir: checkpoint, workdir: rec.spec.workdir }, this.runAsOptions());
       const mpsEnv = mps ? await this.mux.clientEnv(placement, mps) : {};
       // A cancel that came while the attempt was prepared: it never runs, and no attempt is charged.
       if (this.cancelsReceived.has(rec.id)) {
