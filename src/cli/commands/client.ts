@@ -17,7 +17,7 @@ export function withServiceOptions(cmd: Command): Command {
   return cmd
     .option('--data-dir <dir>', 'the data dir of `migpool serve`, for its address and token (default $MIGPOOL_DATA_DIR or ~/.local/share/migpool)')
     .option('--url <url>', 'the service URL (default $MIGPOOL_URL, else server.json in the data dir)')
-    .option('--token <token>', "your user's token, for every call (default $MIGPOOL_TOKEN, else the admin's token file in the data dir)");
+    .option('--token <token>', "your user's token, for every call (default $MIGPOOL_TOKEN, else the admin's token file in the data dir; $MIGPOOL_TOKEN keeps it out of ps, which shows it here until the command starts)");
 }
 
 /** One job spec read from a file, with where it came from for messages. */
