@@ -317,6 +317,14 @@ describe('two users share one migpool serve', () => {
       const plainId = (plain.json as Job).id;
       await until(alice, plainId, ['succeeded']);
       expect(((await api(alice, 'GET', `/v1/jobs/${plainId}/logs?stream=stdout`)).json as { text: string }).text.trim()).toBe('0');
+      // Nor can a mapped user's job read what runs as root: the jobs' folders are the service's (job-folders.ts).
+      // Found in an attack round: such a job listed jobs/ and read another user's stdout.log (0644 in 0755 folders).
+      const peek = 'J="$MIGPOOL_CHECKPOINT_DIR/../.."; ls "$J" >/dev/null 2>&1 && echo listed; cat "$J/' + plainId + '/1/stdout.log" 2>/dev/null && echo read; ls "$J/' + plainId + '" >/dev/null 2>&1 && echo entered; echo done';
+      const spy = await api(carol, 'POST', '/v1/jobs', { name: 'c-peek', command: ['/bin/sh', '-c', peek] });
+      const spyId = (spy.json as Job).id;
+      await until(carol, spyId, ['succeeded']);
+      expect(((await api(carol, 'GET', `/v1/jobs/${spyId}/logs?stream=stdout`)).json as { text: string }).text).toBe('done\n');
+      expect(statSync(join(dir, 'jobs', plainId, '1', 'stdout.log')).mode & 0o077).toBe(0);
     } finally {
       if (created) execFileSync('userdel', [account]);
     }

@@ -27,6 +27,7 @@ import { ActiveJobs } from './active-jobs.js';
 import { JournalFile } from './journal.js';
 import { launchRefusal } from './launch-check.js';
 import { attemptIdentity, rootRunRefusal, type RunAsOptions } from './run-as.js';
+import { JOB_FOLDER_MODE, privateJobFolders } from './job-folders.js';
 import { WorkloadLearning, type LearningOptions } from './learning.js';
 import { failuresInARow, MAX_PREEMPTIONS_PER_JOB, MIN_RUN_BEFORE_PREEMPT_SECONDS, preemptRefusal, repartitionBackoffMs } from './preempt-rules.js';
 import { modelOfGpu, readCurrentState } from './state-reader.js';
@@ -300,6 +301,8 @@ export class PoolServiceImpl implements PoolService {
 
   /** Reads the GPUs and the jobs, re-adopts running attempts, settles the rest, and starts the loop. */
   async start(): Promise<void> {
+    const privatized = privateJobFolders(this.o.dataDir);
+    if (privatized > 0) this.o.log?.(`made ${privatized} job folders private (0700, or 0711 where a job runs as its user's account): other local accounts could read the jobs' logs and checkpoints`);
     await this.refreshGpus();
     await this.learning.load();
     const open = await this.o.store.listJobs({ states: ['queued', 'starting', 'running'], limit: Number.MAX_SAFE_INTEGER });
@@ -975,7 +978,8 @@ export class PoolServiceImpl implements PoolService {
     const starting = await this.update(rec, { state: 'starting', placement, attempt, startedAt: this.o.now(), endedAt: null, process: null, exitCode: null, reason: null });
     await this.event({ type: 'job-starting', jobId: rec.id, data: { attempt, placement } });
     try {
-      mkdirSync(checkpoint, { recursive: true });
+      // jobs/, the job's folder and its checkpoint folder private (job-folders.ts); run-as.ts opens the path to a mapped account.
+      mkdirSync(checkpoint, { recursive: true, mode: JOB_FOLDER_MODE });
       // The owner's Unix account, when the service runs as root and the owner is mapped to one.
       const who = await attemptIdentity(this.o.store, rec.owner, { dataDir: this.o.dataDir, attemptDir: dir, checkpointDir: checkpoint, workdir: rec.spec.workdir }, this.runAsOptions());
       const mpsEnv = mps ? await this.mux.clientEnv(placement, mps) : {};
