@@ -25,9 +25,10 @@ describe('migpool users, offline', () => {
     const dir = dataDir();
     expect((await cli('users', 'add', 'alice', '--data-dir', dir)).code).toBe(0);
     const store = await openStore({ dataDir: dir });
-    let id: string;
+    let id = '';
     try {
-      [{ id }] = (await store.insertJobs([{ name: 'old', command: ['true'], env: {}, resources: { gpus: 1 }, priority: 'foreground', preemptible: false, retries: 0 }], 0, { owner: 'alice' })) as [{ id: string }];
+      const jobs = await store.insertJobs([{ name: 'old', command: ['true'], env: {}, resources: { gpus: 1 }, priority: 'foreground', preemptible: false, retries: 0 }], 0, { owner: 'alice' });
+      id = jobs[0]!.id;
     } finally {
       await store.close();
     }
