@@ -25,13 +25,10 @@ describe('migpool users, offline', () => {
     const dir = dataDir();
     expect((await cli('users', 'add', 'alice', '--data-dir', dir)).code).toBe(0);
     const store = await openStore({ dataDir: dir });
-    let id = '';
-    try {
-      const jobs = await store.insertJobs([{ name: 'old', command: ['true'], env: {}, resources: { gpus: 1 }, priority: 'foreground', preemptible: false, retries: 0 }], 0, { owner: 'alice' });
-      id = jobs[0]!.id;
-    } finally {
-      await store.close();
-    }
+    const id = await store
+      .insertJobs([{ name: 'old', command: ['true'], env: {}, resources: { gpus: 1 }, priority: 'foreground', preemptible: false, retries: 0 }], 0, { owner: 'alice' })
+      .then((jobs) => jobs[0]!.id)
+      .finally(() => store.close());
     expect((await cli('users', 'remove', 'alice', '--data-dir', dir)).code).toBe(0);
     const again = await cli('users', 'add', 'alice', '--data-dir', dir);
     expect(again.code).toBe(2);
