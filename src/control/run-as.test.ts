@@ -42,7 +42,14 @@ describe('who a job runs as', () => {
     expect(await runAsFor(store, 'ops', strict)).toBeNull();
     expect(await runAsFor(store, null, strict)).toBeNull();
     expect(await runAsFor(store, 'alice', { ...strict, isRoot: () => false })).toBeNull();
-    expect(await runAsFor(store, 'alice', { ...strict, executorRunsAsOthers: false })).toBeNull();
+    // An executor that runs every job as the service's account (Slurm) would run anyone's as root, mapped or not.
+    for (const owner of ['alice', 'carol']) {
+      expect(await rootRunRefusal(store, owner, { ...strict, executorRunsAsOthers: false })).toBe(
+        `user ${owner} is no admin, and this service runs as root with an executor that runs every job as the service's own account (sbatch submits it as root): their job would run as root; run migpool serve as an unprivileged account (or start it with --unmapped-users-as-root)`,
+      );
+    }
+    expect(await rootRunRefusal(store, 'ops', { ...strict, executorRunsAsOthers: false })).toBeNull();
+    expect(await runAsFor(store, 'carol', { ...strict, executorRunsAsOthers: false, unmappedUsersAsRoot: true })).toBeNull();
   });
 
   it('never falls back to root when the mapped account is missing', async () => {

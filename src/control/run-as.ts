@@ -40,14 +40,20 @@ export interface RunAsOptions {
 
 /**
  * Why `owner`'s jobs may not run on a service that runs as root, or null when they may: a user
- * who is no admin, mapped to no Unix account (or removed since), would run as root, which reads
- * the data dir's token (the admin's) and the store. Admins' jobs and jobs of no owner run as root
+ * who is no admin, mapped to no Unix account (or removed since), or whose jobs go to an executor
+ * that cannot switch users (Slurm), would run as root, which reads the data dir's token (the
+ * admin's) and the store. Admins' jobs and jobs of no owner run as root
  * as before (an admin holds the pool already); so does everyone's with `unmappedUsersAsRoot`.
  */
 export async function rootRunRefusal(store: Pick<Store, 'getUser'>, owner: string | null | undefined, options: RunAsOptions = {}): Promise<string | null> {
-  if (!owner || options.unmappedUsersAsRoot !== false || options.executorRunsAsOthers === false || !(options.isRoot ?? isRoot)()) return null;
+  if (!owner || options.unmappedUsersAsRoot !== false || !(options.isRoot ?? isRoot)()) return null;
   const user = await store.getUser(owner);
-  if (user?.admin === true || user?.unixUser) return null;
+  if (user?.admin === true) return null;
+  // An executor that cannot switch users (Slurm: sbatch runs a job as whoever submits it) runs every job as root here, mapped or not.
+  if (options.executorRunsAsOthers === false) {
+    return `user ${owner} is no admin, and this service runs as root with an executor that runs every job as the service's own account (sbatch submits it as root): their job would run as root; run migpool serve as an unprivileged account (or start it with --unmapped-users-as-root)`;
+  }
+  if (user?.unixUser) return null;
   const who = user === null ? `user ${owner} was removed` : `user ${owner} is mapped to no Unix account`;
   return `${who}, and this service runs as root: their job would run as root and could read the admin's token; an admin maps them with \`migpool users set ${owner} --unix-user ACCOUNT\`${user === null ? ' after adding them again' : ''} (or starts migpool serve with --unmapped-users-as-root)`;
 }
