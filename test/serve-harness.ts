@@ -9,6 +9,13 @@ import { BIN } from './run-cli.js';
  */
 export const SERVE_START_MS = 60_000;
 
+/**
+ * `migpool serve` flags for a test whose users (not admins) are no Unix accounts and whose jobs
+ * must run: CI runs as root, where serve refuses such users' jobs unless told they may run as
+ * root (see src/control/run-as.ts rootRunRefusal; test/users.test.ts checks the refusal).
+ */
+export const UNMAPPED_AS_ROOT: readonly string[] = ['--unmapped-users-as-root'];
+
 /** Milliseconds between two looks at the data dir or the log. */
 const POLL_MS = 50;
 

@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runMigpool, startServe, type ServeProcess } from './serve-harness.js';
+import { runMigpool, startServe, UNMAPPED_AS_ROOT, type ServeProcess } from './serve-harness.js';
 
 /**
  * Two users on one `migpool serve` (the built CLI, in its own process): a user's own queued job
@@ -38,7 +38,7 @@ describe("a user's pending reasons", () => {
     };
     const alice = await token('alice');
     const bob = await token('bob');
-    serve = await startServe({ dataDir: dir, args: ['--simulate', SPEC, '--policy', 'static:7x1g.5gb'] });
+    serve = await startServe({ dataDir: dir, args: ['--simulate', SPEC, '--policy', 'static:7x1g.5gb', ...UNMAPPED_AS_ROOT] });
     const as = (tok: string, command: string, ...args: string[]) => runMigpool([command, '--data-dir', dir, '--token', tok, ...args]);
     const a = await as(alice, 'submit', '--profile', '1g.5gb', '--array', '0-6', '--', 'sleep', '60');
     expect(a.code, a.err).toBe(0);

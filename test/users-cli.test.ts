@@ -19,6 +19,29 @@ function dataDir(): string {
 }
 
 describe('migpool users, offline', () => {
+  it("refuses a removed user's name while jobs of theirs are in the store: the new user would see them; --reuse-name gives them over", async () => {
+    // Found in an attack round: `users remove alice`, then `users add alice` for someone else, and the
+    // new alice listed the old one's jobs and read their logs (a job keeps its owner's name).
+    const dir = dataDir();
+    expect((await cli('users', 'add', 'alice', '--data-dir', dir)).code).toBe(0);
+    const store = await openStore({ dataDir: dir });
+    const id = await store
+      .insertJobs([{ name: 'old', command: ['true'], env: {}, resources: { gpus: 1 }, priority: 'foreground', preemptible: false, retries: 0 }], 0, { owner: 'alice' })
+      .then((jobs) => jobs[0]!.id)
+      .finally(() => store.close());
+    expect((await cli('users', 'remove', 'alice', '--data-dir', dir)).code).toBe(0);
+    const again = await cli('users', 'add', 'alice', '--data-dir', dir);
+    expect(again.code).toBe(2);
+    expect(again.err).toBe(
+      `migpool: user name "alice": the store holds jobs of an earlier user alice (job ${id} the newest), which the new user would see with their logs and checkpoints: choose another name, or pass --reuse-name to give them those jobs\n`,
+    );
+    expect((await cli('users', 'add', 'alice2', '--data-dir', dir)).code).toBe(0);
+    const reused = await cli('users', 'add', 'alice', '--reuse-name', '--data-dir', dir);
+    expect(reused.code, reused.err).toBe(0);
+    // A name in use is still refused as taken.
+    expect((await cli('users', 'add', 'alice', '--data-dir', dir)).err).toMatch(/^migpool: user "alice" already exists/);
+  });
+
   it('creates the data dir and its admin with the first user; stores hashes only', async () => {
     const dir = dataDir();
     const r = await cli('users', 'add', 'alice', '--quota-gpus', '0.5', '--data-dir', dir, '--json');

@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runMigpool, startServe, type ServeProcess } from './serve-harness.js';
+import { runMigpool, startServe, UNMAPPED_AS_ROOT, type ServeProcess } from './serve-harness.js';
 
 /**
  * Two users share one real `migpool serve --simulate` on two whole GPUs, each submitting an array
@@ -65,7 +65,7 @@ describe('two users share a pool under a quota and weights', () => {
   it("keeps bob within his quota while alice runs beside him, and shows it in `migpool jobs` and /metrics", { timeout: 180_000 }, async () => {
     alice = await addUser('alice', '--weight', '2');
     bob = await addUser('bob', '--weight', '1', '--quota-gpus', '1');
-    serve = await startServe({ dataDir: dir, args: ['--simulate', '2xA100-SXM4-40GB', '--policy', 'exclusive'] });
+    serve = await startServe({ dataDir: dir, args: ['--simulate', '2xA100-SXM4-40GB', '--policy', 'exclusive', ...UNMAPPED_AS_ROOT] });
     url = serve.url;
     admin = serve.token;
 

@@ -3,7 +3,7 @@ import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runMigpool, startServe, type ServeProcess } from './serve-harness.js';
+import { runMigpool, startServe, UNMAPPED_AS_ROOT, type ServeProcess } from './serve-harness.js';
 
 /**
  * Two users share one real `migpool serve --simulate` (the built CLI in its own process): each
@@ -28,7 +28,7 @@ async function addUser(name: string, ...flags: string[]): Promise<string> {
 }
 
 async function start(): Promise<void> {
-  serve = await startServe({ dataDir: dir, args: ['--simulate', '2xA100-SXM4-40GB', '--policy', 'exclusive'] });
+  serve = await startServe({ dataDir: dir, args: ['--simulate', '2xA100-SXM4-40GB', '--policy', 'exclusive', ...UNMAPPED_AS_ROOT] });
   url = serve.url;
 }
 
@@ -245,6 +245,34 @@ describe('two users share one migpool serve', () => {
     return;
   }
 
+  it("as root, refuses the jobs of a user who is no admin and has no Unix account: as root they would read the admin's token", { timeout: 120_000 }, async () => {
+    // Found by a user's job on a live `migpool serve` run as root: `cat "$MIGPOOL_CHECKPOINT_DIR/../../../token"`
+    // printed the admin's token into the job's log (uid 0), and with it every other user's jobs, logs and env.
+    const strict = mkdtempSync(join(tmpdir(), 'migpool-users-root-'));
+    const other = await startServe({ dataDir: strict, args: ['--simulate', '1xA100-SXM4-40GB', '--policy', 'exclusive'] });
+    try {
+      const add = async (...args: string[]) => (await cli('users', 'add', ...args, '--data-dir', strict)).out.trim();
+      const eve = await add('eve');
+      const ops = await add('ops', '--admin');
+      const steal = { name: 'steal', command: ['/bin/sh', '-c', 'cat "$MIGPOOL_CHECKPOINT_DIR/../../../token"'] };
+      const post = (tok: string, body: unknown) =>
+        fetch(`${other.url}/v1/jobs`, { method: 'POST', headers: { authorization: `Bearer ${tok}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+      const refused = await post(eve, steal);
+      expect(refused.status).toBe(403);
+      expect(((await refused.json()) as { error: { message: string } }).error.message).toBe(
+        "user eve is mapped to no Unix account, and this service runs as root: their job would run as root and could read the admin's token; an admin maps them with `migpool users set eve --unix-user ACCOUNT` (or starts migpool serve with --unmapped-users-as-root)",
+      );
+      const cliRefused = await runMigpool(['submit', '--data-dir', strict, '--token', eve, '--', 'true']);
+      expect(cliRefused.code).not.toBe(0);
+      expect(cliRefused.err).toMatch(/^migpool: user eve is mapped to no Unix account, and this service runs as root: .* --unix-user ACCOUNT/);
+      // Admins hold the pool already: theirs run as before.
+      expect((await post(ops, { name: 'ok', command: ['true'] })).status).toBe(201);
+    } finally {
+      await other.stop();
+      rmSync(strict, { recursive: true, force: true });
+    }
+  });
+
   it("as root, runs a mapped user's job as their Unix account, its log and checkpoint files theirs", { timeout: 120_000 }, async () => {
     let created = false;
     try {
@@ -284,11 +312,19 @@ describe('two users share one migpool serve', () => {
       // What the root runner reads stays root's.
       expect(statSync(join(dir, 'jobs', id, '1', 'launch.json')).uid).toBe(0);
       expect(statSync(join(dir, 'jobs', id, '1')).uid).toBe(0);
-      // A job of a user with no Unix account still runs as the service's user.
+      // A job of a user with no Unix account still runs as the service's user (this serve has --unmapped-users-as-root).
       const plain = await api(alice, 'POST', '/v1/jobs', { name: 'a-id', command: ['/bin/sh', '-c', 'id -u'] });
       const plainId = (plain.json as Job).id;
       await until(alice, plainId, ['succeeded']);
       expect(((await api(alice, 'GET', `/v1/jobs/${plainId}/logs?stream=stdout`)).json as { text: string }).text.trim()).toBe('0');
+      // Nor can a mapped user's job read what runs as root: the jobs' folders are the service's (job-folders.ts).
+      // Found in an attack round: such a job listed jobs/ and read another user's stdout.log (0644 in 0755 folders).
+      const peek = 'J="$MIGPOOL_CHECKPOINT_DIR/../.."; ls "$J" >/dev/null 2>&1 && echo listed; cat "$J/' + plainId + '/1/stdout.log" 2>/dev/null && echo read; ls "$J/' + plainId + '" >/dev/null 2>&1 && echo entered; echo done';
+      const spy = await api(carol, 'POST', '/v1/jobs', { name: 'c-peek', command: ['/bin/sh', '-c', peek] });
+      const spyId = (spy.json as Job).id;
+      await until(carol, spyId, ['succeeded']);
+      expect(((await api(carol, 'GET', `/v1/jobs/${spyId}/logs?stream=stdout`)).json as { text: string }).text).toBe('done\n');
+      expect(statSync(join(dir, 'jobs', plainId, '1', 'stdout.log')).mode & 0o077).toBe(0);
     } finally {
       if (created) execFileSync('userdel', [account]);
     }

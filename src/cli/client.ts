@@ -3,6 +3,7 @@ import { defaultDataDir, readServerInfo, readToken, tokenPath } from '../server/
 import type { LogChunk } from '../control/service-port.js';
 import type { JobFilter, JobRecord } from '../store/types.js';
 import { MAX_JOB_PAGE, type JobPage } from '../server/job-page.js';
+import { hideTokenFromPs } from './token-option.js';
 
 /** How a client command finds the service: flags, else environment, else the data dir. */
 export interface ConnectOptions {
@@ -67,7 +68,10 @@ export class ServiceClient {
     const url = flagUrl !== undefined ? checkUrl(flagUrl, '--url') : envUrl !== undefined ? checkUrl(envUrl, '$MIGPOOL_URL') : checkUrl((await readServerInfo(dataDir)).url, `${dataDir}/server.json: url`);
     const flagToken = nonEmpty(opts.token);
     const envToken = nonEmpty(env['MIGPOOL_TOKEN']);
-    if (flagToken !== undefined) return new ServiceClient(url, async () => flagToken, '--token');
+    if (flagToken !== undefined) {
+      hideTokenFromPs(flagToken);
+      return new ServiceClient(url, async () => flagToken, '--token');
+    }
     if (envToken !== undefined) return new ServiceClient(url, async () => envToken, '$MIGPOOL_TOKEN');
     return new ServiceClient(url, () => readToken(dataDir), tokenPath(dataDir));
   }

@@ -51,6 +51,8 @@ export interface PoolOptions {
   readonly log?: (line: string) => void;
   /** Largest slowdown of a foreground job beside background MPS clients before they back off [1.1]. */
   readonly mpsSlowdownBound?: number;
+  /** Run jobs of unmapped users who are no admins as root when the service is root (ServiceOptions.unmappedUsersAsRoot) [false]. */
+  readonly unmappedUsersAsRoot?: boolean;
 }
 
 /** A running pool: the service, its HTTP server, and how to stop both. */
@@ -173,7 +175,7 @@ async function startHolding(o: PoolOptions, host: string, port: number, policy: 
   const executor = openExecutor(o, gpu);
   // Users' weights and quotas enter the policy's view at every pass (src/sched/shares.ts).
   const users = async (): Promise<ReadonlyMap<string, UserShare>> => new Map((await store.listUsers()).map((u) => [u.name, { weight: u.weight, quotaGpus: u.quotaGpus }]));
-  const service = new PoolServiceImpl({ store, executor, gpu, policy, dataDir: o.dataDir, jobEnv, ...(o.tickMs !== undefined ? { tickMs: o.tickMs } : {}), hold: o.hold, users, ...(o.workloads ? { workloads: o.workloads } : {}), log: o.log, multiplex: poolMultiplex(o) });
+  const service = new PoolServiceImpl({ store, executor, gpu, policy, dataDir: o.dataDir, jobEnv, ...(o.tickMs !== undefined ? { tickMs: o.tickMs } : {}), hold: o.hold, users, ...(o.workloads ? { workloads: o.workloads } : {}), log: o.log, multiplex: poolMultiplex(o), unmappedUsersAsRoot: o.unmappedUsersAsRoot ?? false });
   let app: FastifyInstance | null = null;
   let mapping: JobMappingWriter | null = null;
   try {

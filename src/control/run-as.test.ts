@@ -5,12 +5,13 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { MigpoolError } from '../errors.js';
 import type { UnixAccount } from '../exec/unix-user.js';
 import type { UserRecord } from '../store/types.js';
-import { attemptIdentity, runAsFor } from './run-as.js';
+import { attemptIdentity, rootRunRefusal, runAsFor } from './run-as.js';
 
 const users: Record<string, UserRecord> = {
   carol: { name: 'carol', admin: false, weight: 1, quotaGpus: null, unixUser: 'carol-unix', createdAt: 0 },
   alice: { name: 'alice', admin: false, weight: 1, quotaGpus: null, unixUser: null, createdAt: 0 },
   ghost: { name: 'ghost', admin: false, weight: 1, quotaGpus: null, unixUser: 'gone', createdAt: 0 },
+  ops: { name: 'ops', admin: true, weight: 1, quotaGpus: null, unixUser: null, createdAt: 0 },
 };
 const store = { getUser: async (name: string) => users[name] ?? null };
 const me: UnixAccount = { name: 'carol-unix', uid: process.getuid!(), gid: process.getgid!(), home: '/home/carol' };
@@ -25,6 +26,30 @@ describe('who a job runs as', () => {
     expect(await runAsFor(store, 'alice', asRoot)).toBeNull();
     expect(await runAsFor(store, null, asRoot)).toBeNull();
     expect(await runAsFor(store, 'removed-user', asRoot)).toBeNull();
+  });
+
+  it("as root with unmappedUsersAsRoot false, a user who is no admin runs only as their own account: no job of theirs runs as root", async () => {
+    const strict = { ...asRoot, unmappedUsersAsRoot: false };
+    const refused = (owner: string) => runAsFor(store, owner, strict).then(() => 'ran', (e: unknown) => (e instanceof MigpoolError ? `${e.code}: ${e.message}` : String(e)));
+    expect(await refused('alice')).toBe(
+      "RUNTIME: user alice is mapped to no Unix account, and this service runs as root: their job would run as root and could read the admin's token; an admin maps them with `migpool users set alice --unix-user ACCOUNT` (or starts migpool serve with --unmapped-users-as-root)",
+    );
+    // A job queued before its user was removed does not run as root either.
+    expect(await refused('removed-user')).toMatch(/^RUNTIME: user removed-user was removed, and this service runs as root: .* after adding them again/);
+    expect(await rootRunRefusal(store, 'alice', strict)).toMatch(/^user alice is mapped to no Unix account/);
+    // Mapped users, admins, jobs of no owner, a service not run as root, an executor that cannot switch users: as before.
+    expect(await runAsFor(store, 'carol', strict)).toMatchObject({ account: me });
+    expect(await runAsFor(store, 'ops', strict)).toBeNull();
+    expect(await runAsFor(store, null, strict)).toBeNull();
+    expect(await runAsFor(store, 'alice', { ...strict, isRoot: () => false })).toBeNull();
+    // An executor that runs every job as the service's account (Slurm) would run anyone's as root, mapped or not.
+    for (const owner of ['alice', 'carol']) {
+      expect(await rootRunRefusal(store, owner, { ...strict, executorRunsAsOthers: false })).toBe(
+        `user ${owner} is no admin, and this service runs as root with an executor that runs every job as the service's own account (sbatch submits it as root): their job would run as root; run migpool serve as an unprivileged account (or start it with --unmapped-users-as-root)`,
+      );
+    }
+    expect(await rootRunRefusal(store, 'ops', { ...strict, executorRunsAsOthers: false })).toBeNull();
+    expect(await runAsFor(store, 'carol', { ...strict, executorRunsAsOthers: false, unmappedUsersAsRoot: true })).toBeNull();
   });
 
   it('never falls back to root when the mapped account is missing', async () => {

@@ -30,15 +30,44 @@ export interface RunAsOptions {
   readonly executorRunsAsOthers?: boolean;
   readonly isRoot?: () => boolean;
   readonly lookup?: (name: string) => Promise<UnixAccount | null>;
+  /**
+   * Whether a job of a user who is no admin and is mapped to no Unix account (or was removed)
+   * may run as root when the service does [true; `migpool serve` says false unless
+   * `--unmapped-users-as-root`]: as root it can read the data dir, the admin's token included.
+   */
+  readonly unmappedUsersAsRoot?: boolean;
+}
+
+/**
+ * Why `owner`'s jobs may not run on a service that runs as root, or null when they may: a user
+ * who is no admin, mapped to no Unix account (or removed since), or whose jobs go to an executor
+ * that cannot switch users (Slurm), would run as root, which reads the data dir's token (the
+ * admin's) and the store. Admins' jobs and jobs of no owner run as root
+ * as before (an admin holds the pool already); so does everyone's with `unmappedUsersAsRoot`.
+ */
+export async function rootRunRefusal(store: Pick<Store, 'getUser'>, owner: string | null | undefined, options: RunAsOptions = {}): Promise<string | null> {
+  if (!owner || options.unmappedUsersAsRoot !== false || !(options.isRoot ?? isRoot)()) return null;
+  const user = await store.getUser(owner);
+  if (user?.admin === true) return null;
+  // An executor that cannot switch users (Slurm: sbatch runs a job as whoever submits it) runs every job as root here, mapped or not.
+  if (options.executorRunsAsOthers === false) {
+    return `user ${owner} is no admin, and this service runs as root with an executor that runs every job as the service's own account (sbatch submits it as root): their job would run as root; run migpool serve as an unprivileged account (or start it with --unmapped-users-as-root)`;
+  }
+  if (user?.unixUser) return null;
+  const who = user === null ? `user ${owner} was removed` : `user ${owner} is mapped to no Unix account`;
+  return `${who}, and this service runs as root: their job would run as root and could read the admin's token; an admin maps them with \`migpool users set ${owner} --unix-user ACCOUNT\`${user === null ? ' after adding them again' : ''} (or starts migpool serve with --unmapped-users-as-root)`;
 }
 
 /**
  * The account a job of `owner` runs as: null when the service does not run as root (it cannot
  * switch users), its executor cannot run jobs as others, the job has no owner, or the owner is
  * mapped to no account. RUNTIME when the
- * owner's account does not exist: the job is never run as root in its place.
+ * owner's account does not exist: the job is never run as root in its place; RUNTIME too when the
+ * owner may not run as root (see {@link rootRunRefusal}).
  */
 export async function runAsFor(store: Pick<Store, 'getUser'>, owner: string | null | undefined, options: RunAsOptions = {}): Promise<RunAs | null> {
+  const refusal = await rootRunRefusal(store, owner, options);
+  if (refusal !== null) throw new MigpoolError('RUNTIME', refusal);
   if (!owner || options.executorRunsAsOthers === false || !(options.isRoot ?? isRoot)()) return null;
   const user = await store.getUser(owner);
   if (!user?.unixUser) return null;

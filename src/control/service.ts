@@ -26,7 +26,8 @@ import { executePlans } from './apply.js';
 import { ActiveJobs } from './active-jobs.js';
 import { JournalFile } from './journal.js';
 import { launchRefusal } from './launch-check.js';
-import { attemptIdentity } from './run-as.js';
+import { attemptIdentity, rootRunRefusal, type RunAsOptions } from './run-as.js';
+import { JOB_FOLDER_MODE, privateJobFolders } from './job-folders.js';
 import { WorkloadLearning, type LearningOptions } from './learning.js';
 import { failuresInARow, MAX_PREEMPTIONS_PER_JOB, MIN_RUN_BEFORE_PREEMPT_SECONDS, preemptRefusal, repartitionBackoffMs } from './preempt-rules.js';
 import { modelOfGpu, readCurrentState } from './state-reader.js';
@@ -84,6 +85,12 @@ export interface ServiceOptions {
   readonly learning?: LearningOptions;
   /** CUDA MPS sharing: daemons, the foreground's slowdown bound, how it is measured (see src/control/multiplex.ts). */
   readonly multiplex?: MultiplexOptions;
+  /**
+   * On a service that runs as root, whether jobs of users who are no admins and are mapped to no
+   * Unix account run as root [true]: false refuses their submissions (403) and fails an attempt
+   * that would (see run-as.ts rootRunRefusal). `migpool serve` passes false unless told.
+   */
+  readonly unmappedUsersAsRoot?: boolean;
 }
 
 /** One round of a live scheduling pass, as recorded for a replay. */
@@ -265,6 +272,7 @@ export class PoolServiceImpl implements PoolService {
       defaultWorkload: 'resnet50-imagenet64',
       defaultEstimateSeconds: 3600,
       minRunBeforePreemptSeconds: MIN_RUN_BEFORE_PREEMPT_SECONDS,
+      unmappedUsersAsRoot: true,
       ...options,
     };
     this.learning = new WorkloadLearning(this.o.store, this.o.gpu, this.o.learning, this.o.log);
@@ -293,6 +301,8 @@ export class PoolServiceImpl implements PoolService {
 
   /** Reads the GPUs and the jobs, re-adopts running attempts, settles the rest, and starts the loop. */
   async start(): Promise<void> {
+    const privatized = privateJobFolders(this.o.dataDir);
+    if (privatized > 0) this.o.log?.(`made ${privatized} job folders private (0700, or 0711 where a job runs as its user's account): other local accounts could read the jobs' logs and checkpoints`);
     await this.refreshGpus();
     await this.learning.load();
     const open = await this.o.store.listJobs({ states: ['queued', 'starting', 'running'], limit: Number.MAX_SAFE_INTEGER });
@@ -350,6 +360,8 @@ export class PoolServiceImpl implements PoolService {
     parsed.forEach((s, i) => this.checkSpec(s, where(i)));
     const lookup = async (id: string) => this.active.get(id) ?? (await this.o.store.getJob(id));
     await checkDependencies(parsed, where, visibleLookup(lookup, options.owner, options.seesAllJobs === true));
+    const refusal = await rootRunRefusal(this.o.store, options.owner, this.runAsOptions());
+    if (refusal !== null) throw new MigpoolError('CHECK_FAILED', refusal, { httpStatus: 403 });
     const specs = expandArrays(parsed, where);
     const key = options.idempotencyKey;
     const owner = options.owner !== undefined ? { owner: options.owner } : {};
@@ -363,6 +375,11 @@ export class PoolServiceImpl implements PoolService {
     }
     this.schedule();
     return recs;
+  }
+
+  /** Who the service may run jobs as (see run-as.ts). */
+  private runAsOptions(): RunAsOptions {
+    return { executorRunsAsOthers: this.o.executor.runsAsOthers === true, unmappedUsersAsRoot: this.o.unmappedUsersAsRoot };
   }
 
   async getJob(id: string): Promise<JobRecord | null> {
@@ -987,9 +1004,10 @@ export class PoolServiceImpl implements PoolService {
     const starting = await this.update(rec, { state: 'starting', placement, attempt, startedAt: this.o.now(), endedAt: null, process: null, exitCode: null, reason: null });
     await this.event({ type: 'job-starting', jobId: rec.id, data: { attempt, placement } });
     try {
-      mkdirSync(checkpoint, { recursive: true });
+      // jobs/, the job's folder and its checkpoint folder private (job-folders.ts); run-as.ts opens the path to a mapped account.
+      mkdirSync(checkpoint, { recursive: true, mode: JOB_FOLDER_MODE });
       // The owner's Unix account, when the service runs as root and the owner is mapped to one.
-      const who = await attemptIdentity(this.o.store, rec.owner, { dataDir: this.o.dataDir, attemptDir: dir, checkpointDir: checkpoint, workdir: rec.spec.workdir }, { executorRunsAsOthers: this.o.executor.runsAsOthers === true });
+      const who = await attemptIdentity(this.o.store, rec.owner, { dataDir: this.o.dataDir, attemptDir: dir, checkpointDir: checkpoint, workdir: rec.spec.workdir }, this.runAsOptions());
       const mpsEnv = mps ? await this.mux.clientEnv(placement, mps) : {};
       // A cancel that came while the attempt was prepared: it never runs, and no attempt is charged.
       if (this.cancelsReceived.has(rec.id)) {

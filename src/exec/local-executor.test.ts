@@ -130,26 +130,30 @@ describe('local executor', () => {
     expect(statSync(attemptFiles(s.dir).launch).mode & 0o077).toBe(0);
   });
 
-  it("gives the job the service's environment less its credentials (MIGPOOL_TOKEN, PGPASSWORD), which the job's own env may still set", async () => {
-    // Found on the live service: `MIGPOOL_TOKEN=<admin's> migpool serve` showed the admin's token to another user's job.
-    const saved = { token: process.env['MIGPOOL_TOKEN'], pg: process.env['PGPASSWORD'] };
+  it("gives the job the service's environment less its credentials (MIGPOOL_TOKEN, PGPASSWORD, MIGPOOL_DATABASE), which the job's own env may still set", async () => {
+    // Found on the live service: `MIGPOOL_TOKEN=<admin's> migpool serve` showed the admin's token to another user's job;
+    // and `MIGPOOL_DATABASE=postgres://migpool:secret@db/migpool migpool serve` (README's way to give the store's password) showed the password.
+    const names = ['MIGPOOL_TOKEN', 'PGPASSWORD', 'MIGPOOL_DATABASE'] as const;
+    const saved = Object.fromEntries(names.map((n) => [n, process.env[n]]));
     process.env['MIGPOOL_TOKEN'] = 'admin-token';
     process.env['PGPASSWORD'] = 'store-password';
+    process.env['MIGPOOL_DATABASE'] = 'postgres://migpool:store-password@db/migpool';
     try {
       const ex = executor();
-      const script = 'const e = process.env; console.log(JSON.stringify({ token: e.MIGPOOL_TOKEN ?? null, pg: e.PGPASSWORD ?? null, path: e.PATH !== undefined }))';
+      const script = 'const e = process.env; console.log(JSON.stringify({ token: e.MIGPOOL_TOKEN ?? null, pg: e.PGPASSWORD ?? null, db: e.MIGPOOL_DATABASE ?? null, path: e.PATH !== undefined }))';
       const s = spec(script);
       const exit = nextExit(ex, s.jobId);
       const ref = await ex.launch(s);
       expect(await exit).toMatchObject({ exitCode: 0 });
-      expect(JSON.parse(readFileSync(ex.logPaths(ref).stdout, 'utf8'))).toEqual({ token: null, pg: null, path: true });
+      expect(JSON.parse(readFileSync(ex.logPaths(ref).stdout, 'utf8'))).toEqual({ token: null, pg: null, db: null, path: true });
       const own = spec(script, { env: { MIGPOOL_TOKEN: 'the-users-own' } });
       const ownExit = nextExit(ex, own.jobId);
       const ownRef = await ex.launch(own);
       await ownExit;
       expect(JSON.parse(readFileSync(ex.logPaths(ownRef).stdout, 'utf8'))).toMatchObject({ token: 'the-users-own' });
     } finally {
-      for (const [name, value] of [['MIGPOOL_TOKEN', saved.token], ['PGPASSWORD', saved.pg]] as const) {
+      for (const name of names) {
+        const value = saved[name];
         if (value === undefined) delete process.env[name];
         else process.env[name] = value;
       }

@@ -433,10 +433,11 @@ export function createLocalExecutor(opts: LocalExecutorOptions = {}): Executor {
       ...(spec.runAs ? { uid: spec.runAs.uid, gid: spec.runAs.gid } : {}),
     });
 
-    const out = openSync(files.stdout, 'a', 0o644);
+    // Private (0600): a job's output is its user's (the API shows it to them and admins only).
+    const out = openSync(files.stdout, 'a', 0o600);
     let child: ChildProcess;
     try {
-      const err = openSync(files.stderr, 'a', 0o644);
+      const err = openSync(files.stderr, 'a', 0o600);
       try {
         if (spec.runAs) ownLogs([out, err], spec.runAs, spec.jobId);
         // The runner gives the job its own environment: the service's, less the service's credentials.

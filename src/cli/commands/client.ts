@@ -9,6 +9,7 @@ import { FINAL_STATES, JOB_STATES, type JobPlacement, type JobRecord, type JobSt
 import { ServiceClient, type ConnectOptions } from '../client.js';
 import { writeJson, type Io } from '../io.js';
 import { renderTable } from '../table.js';
+import { terminalSafe } from '../terminal-text.js';
 import { preemptAnswer } from './preempt-answer.js';
 import { throughRestarts, type Outage } from '../through-restarts.js';
 
@@ -17,7 +18,7 @@ export function withServiceOptions(cmd: Command): Command {
   return cmd
     .option('--data-dir <dir>', 'the data dir of `migpool serve`, for its address and token (default $MIGPOOL_DATA_DIR or ~/.local/share/migpool)')
     .option('--url <url>', 'the service URL (default $MIGPOOL_URL, else server.json in the data dir)')
-    .option('--token <token>', "your user's token, for every call (default $MIGPOOL_TOKEN, else the admin's token file in the data dir)");
+    .option('--token <token>', "your user's token, for every call (default $MIGPOOL_TOKEN, else the admin's token file in the data dir; $MIGPOOL_TOKEN keeps it out of ps, which shows it here until the command starts)");
 }
 
 /** One job spec read from a file, with where it came from for messages. */
@@ -155,6 +156,7 @@ interface LogsOptions extends ConnectOptions {
   follow?: boolean;
   interval: string;
   json?: boolean;
+  raw?: boolean;
 }
 
 /** The client commands of `migpool serve`: jobs, logs, preempt, cancel (submit: `submit.ts`). */
@@ -211,8 +213,11 @@ export function registerClient(program: Command, io: Io): void {
     .option('-f, --follow', 'keep printing until the job has ended and its log is read')
     .option('--interval <seconds>', 'seconds between polls with --follow', '1')
     .option('--json', 'print {id, stream, text, nextOffset, done} once read')
+    .option('--raw', "to a terminal too, every byte as the job wrote it (by default a terminal gets its colours but no other control sequence: another user's job must not command the reader's terminal)")
     .action(async (id: string, opts: LogsOptions) => {
       const intervalMs = positive(opts.interval, '--interval', false) * 1000;
+      // To a terminal, the log's control sequences but colours are shown as escapes (terminal-text.ts); to a pipe or file, as they are.
+      const shown = process.stdout.isTTY === true && opts.raw !== true ? terminalSafe : (text: string) => text;
       const stream = opts.stderr ? 'stderr' : 'stdout';
       const client = await ServiceClient.connect(opts);
       let offset = 0;
@@ -232,7 +237,7 @@ export function registerClient(program: Command, io: Io): void {
           pending += chunk.text;
           const end = pending.lastIndexOf('\n');
           if (end >= 0) {
-            io.out(pending.slice(0, end + 1));
+            io.out(shown(pending.slice(0, end + 1)));
             pending = pending.slice(end + 1);
           }
         }
@@ -242,7 +247,7 @@ export function registerClient(program: Command, io: Io): void {
         await sleep(intervalMs);
       }
       if (opts.json) return writeJson(io, { id, stream, text: all, nextOffset: offset, done });
-      if (pending !== '') io.out(pending);
+      if (pending !== '') io.out(shown(pending));
     });
 
   withServiceOptions(program.command('preempt').description('stop a running job whose spec says preemptible: true; it is requeued and resumes from its checkpoint').argument('<id>', 'job id'))

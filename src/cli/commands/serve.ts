@@ -33,6 +33,7 @@ interface ServeFlags {
   workload: string[];
   dcgmJobMappingDir?: string;
   mpsSlowdownBound: string;
+  unmappedUsersAsRoot?: boolean;
 }
 
 /** `--workload FILE.yaml`, repeatable: collects the files in order. */
@@ -82,6 +83,7 @@ export function registerServe(program: Command, io: Io): void {
     .option('--workload <file.yaml>', "a workload measured with 'migpool bench --out', that jobs may name (repeatable)", collect, [])
     .option('--dcgm-job-mapping-dir <dir>', "keep dcgm-exporter's HPC job mapping files here (one per GPU or MIG instance, holding the ids of the jobs on it), so that DCGM's series carry hpc_job: give dcgm-exporter the same directory with --hpc-job-mapping-dir")
     .option('--mps-slowdown-bound <x>', 'MPS sharing: largest slowdown of a foreground job beside background jobs (its samples/s alone over beside them) before they back off (DeepPool: 1.1)', '1.1')
+    .option('--unmapped-users-as-root', "when serve runs as root, run the jobs of users who are no admins and have no --unix-user as root too (they could read the admin's token); without it their submissions are refused until an admin maps them")
     .action(async (f: ServeFlags) => {
       checkDatabaseUrl(f.database);
       const warning = hidePasswordFromPs(f.database, 'serve');
@@ -98,7 +100,7 @@ export function registerServe(program: Command, io: Io): void {
       const workloads = serveWorkloads(f.workload);
       const mpsSlowdownBound = decimalValue(f.mpsSlowdownBound);
       if (!(Number.isFinite(mpsSlowdownBound) && mpsSlowdownBound >= 1 && mpsSlowdownBound <= 100)) throw badInput(`--mps-slowdown-bound '${f.mpsSlowdownBound}': give a ratio from 1 to 100, e.g. 1.1 (the foreground within 10% of its speed alone)`);
-      const pool = await startPool({ dataDir, listen: f.listen, policy: f.policy, simulate: f.simulate, database: f.database, executor: f.executor, slurm, workloads, dcgmJobMappingDir: f.dcgmJobMappingDir, mpsSlowdownBound, log: (l) => io.err(`migpool serve: ${l}`) });
+      const pool = await startPool({ dataDir, listen: f.listen, policy: f.policy, simulate: f.simulate, database: f.database, executor: f.executor, slurm, workloads, dcgmJobMappingDir: f.dcgmJobMappingDir, mpsSlowdownBound, unmappedUsersAsRoot: f.unmappedUsersAsRoot === true, log: (l) => io.err(`migpool serve: ${l}`) });
       io.err(`migpool serve: ${await describe(pool)}; policy ${f.policy}; ${f.executor === 'slurm' ? 'jobs go to Slurm (sbatch)' : 'jobs run here'}; state in ${f.database ? 'PostgreSQL' : join(dataDir, 'migpool.db')}`);
       io.err(`migpool serve: API and dashboard at ${pool.url}/ (token in ${join(dataDir, 'token')}); Ctrl-C stops the service, jobs keep running`);
       const sig = await untilSignal();

@@ -27,6 +27,7 @@ interface AddFlags extends StoreFlags {
   quotaGpus?: string;
   weight?: string;
   unixUser?: string;
+  reuseName?: boolean;
 }
 
 /** Adds the flags that name the service's state: its data dir, and its database when not SQLite there. */
@@ -113,6 +114,7 @@ export function registerUsers(program: Command, io: Io): void {
     .option('--quota-gpus <n>', "most GPUs' worth of compute slices their running jobs may hold (fractions allowed: a 3g slice of an A100 is 3/7); default none")
     .option('--weight <w>', 'their share of the pool under contention, relative to others (default 1)')
     .option('--unix-user <account>', 'when the service runs as root, their jobs run as this Unix account, and their log and checkpoint files are its')
+    .option('--reuse-name', 'the name owned jobs of a user removed before: give those jobs (their logs, checkpoints and env names) to the new user')
     .option('--json', 'print {user, token} as JSON')
     .action(async (name: string, f: AddFlags) => {
       checkUserName(name, 'user name');
@@ -125,14 +127,22 @@ export function registerUsers(program: Command, io: Io): void {
         if ((await lookupUnixUser(f.unixUser)) === null) throw badInput(`--unix-user '${f.unixUser}': no such account on this machine (getent passwd ${f.unixUser} finds none): create it (useradd) or leave the flag out`);
       }
       const token = newToken();
-      const user = await withStore(f, io, (store) =>
-        store.insertUser(
+      const user = await withStore(f, io, async (store) => {
+        // Jobs keep their owner's name when the user is removed: a new user of that name would own them.
+        // (A name in use is refused by insertUser, with its own message.)
+        const reused = f.reuseName !== true && (await store.getUser(name)) === null;
+        const [earlier] = reused ? await store.listJobs({ owner: name, limit: 1 }) : [];
+        if (earlier !== undefined) {
+          throw badInput(
+            `user name "${name}": the store holds jobs of an earlier user ${name} (job ${earlier.id} the newest), which the new user would see with their logs and checkpoints: choose another name, or pass --reuse-name to give them those jobs`,
+          );
+        }
+        return store.insertUser(
           { name, admin: f.admin === true, ...(weight !== undefined ? { weight } : {}), ...(quotaGpus !== undefined ? { quotaGpus } : {}), ...(f.unixUser !== undefined ? { unixUser: f.unixUser } : {}) },
           hashToken(token),
           Date.now(),
-        ),
-        true,
-      );
+        );
+      }, true);
       if (f.json) return writeJson(io, { user, token });
       io.err(`migpool users: added ${name} (${describeUser(user)}); their token follows, shown this once (only its hash is kept): give it to them for --token or $MIGPOOL_TOKEN`);
       io.out(token);
