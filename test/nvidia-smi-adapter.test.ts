@@ -12,6 +12,10 @@ interface Reply {
   stderr?: string;
   code?: number;
   sleepMs?: number;
+  /** Ignores SIGTERM, as a tool stuck in the driver does. */
+  ignoreTerm?: boolean;
+  /** Leaves a child behind that holds stdout and stderr open for 20 s (output never "ends"). */
+  holdPipes?: boolean;
 }
 
 /**
@@ -29,6 +33,8 @@ function stub(replies: Record<string, Reply>): string {
 const replies = JSON.parse(require('fs').readFileSync(${JSON.stringify(join(dir, 'replies.json'))}, 'utf8'));
 const r = replies[process.argv.slice(2).join(' ')];
 if (!r) { process.stderr.write('stub: no reply for ' + process.argv.slice(2).join(' ') + '\\n'); process.exit(2); }
+if (r.ignoreTerm) process.on('SIGTERM', () => {});
+if (r.holdPipes) require('child_process').spawn('sleep', ['20'], { stdio: 'inherit', detached: true }).unref();
 setTimeout(() => { process.stdout.write(r.stdout || ''); process.stderr.write(r.stderr || ''); process.exit(r.code || 0); }, r.sleepMs || 0);
 `,
   );
@@ -133,6 +139,39 @@ describe('nvidia-smi adapter over captured outputs', () => {
     const e = await kindOf(new NvidiaSmiPort({ executable: exe, timeoutMs: 300 }).listGpus());
     expect(e.kind).toBe('timeout');
     expect(e.message).toMatch(/did not answer within 300 ms/);
+  });
+
+  it('gives up at its timeout on an nvidia-smi that ignores SIGTERM, and does not read its late empty answer as no GPUs', async () => {
+    // Before: Node's timeout sent SIGTERM and waited for the end; this stub exited 0 with nothing
+    // printed 5 s later and listGpus answered [] (every GPU gone) after 5 s instead of 300 ms.
+    const exe = stub({ [QUERY]: { stdout: '', sleepMs: 5000, ignoreTerm: true } });
+    const t0 = Date.now();
+    const e = await kindOf(new NvidiaSmiPort({ executable: exe, timeoutMs: 300 }).listGpus());
+    expect(e.kind).toBe('timeout');
+    expect(e.message).toMatch(/did not answer within 300 ms \(stopped with SIGKILL\)/);
+    expect(Date.now() - t0).toBeLessThan(3000);
+  });
+
+  it('gives up at its timeout when a child of nvidia-smi keeps its output open', async () => {
+    const exe = stub({ [QUERY]: { stdout: '', sleepMs: 5000, holdPipes: true } });
+    const t0 = Date.now();
+    const e = await kindOf(new NvidiaSmiPort({ executable: exe, timeoutMs: 300 }).listGpus());
+    expect(e.kind).toBe('timeout');
+    expect(Date.now() - t0).toBeLessThan(3000);
+  });
+
+  it('says so when nvidia-smi is killed before it finishes (partial output is not read)', async () => {
+    const exe = stub({ [QUERY]: { stdout: '0, GPU-14ac2834-0d81-0508-69eb-e25264c08d21, NVIDIA A100-PCIE-40GB, 0x20F110DE, 00000000:3B:00.0, 40960, Enabled, Enabled\n', sleepMs: 5000 } });
+    const port = new NvidiaSmiPort({ executable: exe, timeoutMs: 10_000 });
+    const pending = kindOf(port.listGpus());
+    // The stub is the newest process running this script: kill it as the OOM killer would.
+    await new Promise((r) => setTimeout(r, 400));
+    const { execFileSync } = await import('node:child_process');
+    const pid = execFileSync('pgrep', ['-n', '-f', exe], { encoding: 'utf8' }).trim();
+    process.kill(Number(pid), 'SIGKILL');
+    const e = await pending;
+    expect(e.kind).toBe('unknown');
+    expect(e.message).toMatch(/was killed by SIGKILL before it finished/);
   });
 
   it('says when nvidia-smi is missing and points to --simulate', async () => {

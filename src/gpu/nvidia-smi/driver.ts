@@ -62,11 +62,15 @@ export class NvidiaSmiPort implements GpuPort {
 
   private run(args: readonly string[], operation: string, gpu: number | null): Promise<RunResult> {
     return new Promise((resolve, reject) => {
-      execFile(
-        this.executable,
-        [...args],
-        { timeout: this.timeoutMs, env: this.env ?? process.env, maxBuffer: 64 * 1024 * 1024, encoding: 'utf8' },
-        (error, stdout, stderr) => {
+      let settled = false;
+      const settle = (fn: () => void): void => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(deadline);
+        fn();
+      };
+      const child = execFile(this.executable, [...args], { env: this.env ?? process.env, maxBuffer: 64 * 1024 * 1024, encoding: 'utf8' }, (error, stdout, stderr) => {
+        settle(() => {
           if (error && (error as NodeJS.ErrnoException).code === 'ENOENT') {
             reject(
               new GpuError(
@@ -78,14 +82,33 @@ export class NvidiaSmiPort implements GpuPort {
             );
             return;
           }
-          if (error && error.killed) {
-            reject(new GpuError('timeout', operation, gpu, `${this.executable} ${args.join(' ')} did not answer within ${this.timeoutMs} ms`));
+          // Killed by someone else (the OOM killer, an operator): what it printed is cut short.
+          if (error && typeof error.code !== 'number' && error.signal) {
+            reject(new GpuError('unknown', operation, gpu, `${this.executable} ${args.join(' ')} was killed by ${error.signal} before it finished; run it by hand to see whether it answers`));
             return;
           }
           const code = error ? (typeof error.code === 'number' ? error.code : 255) : 0;
           resolve({ stdout, stderr, code });
-        },
-      );
+        });
+      });
+      // Node's own `timeout` only sends SIGTERM and then waits for the child to end: a child that
+      // ignores it, or one stuck in the driver (uninterruptible, as nvidia-smi is while the kernel
+      // module waits on a GPU that stopped answering), would keep the caller waiting without end,
+      // and its late exit 0 with nothing printed read as "no GPUs". At the deadline it is sent
+      // SIGKILL and the caller has its answer at once, whether or not the child is gone yet.
+      const deadline = setTimeout(() => {
+        child.kill('SIGKILL');
+        settle(() =>
+          reject(
+            new GpuError(
+              'timeout',
+              operation,
+              gpu,
+              `${this.executable} ${args.join(' ')} did not answer within ${this.timeoutMs} ms (stopped with SIGKILL): check that the driver answers (nvidia-smi by hand, dmesg for Xid errors)`,
+            ),
+          ),
+        );
+      }, this.timeoutMs);
     });
   }
 
