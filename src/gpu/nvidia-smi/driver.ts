@@ -1,6 +1,6 @@
 import { execFile } from 'node:child_process';
 import { MigpoolError } from '../../errors.js';
-import { GpuError, type ComputeInstanceInfo, type GpuInfo, type GpuInstanceInfo, type GpuPort, type GpuProcess, type MigModeState } from '../port.js';
+import { GpuError, GpuLostError, type ComputeInstanceInfo, type GpuInfo, type GpuInstanceInfo, type GpuPort, type GpuProcess, type MigModeState } from '../port.js';
 import {
   classifyError,
   parseCreatedComputeInstances,
@@ -10,6 +10,7 @@ import {
   parseReset,
 } from './messages.js';
 import { parseCsvQuery, parseLci, parseLgi, parseListGpus } from './parse.js';
+import { describeLost, splitNotices, type LostGpu } from './notices.js';
 import { parseQueryXml } from './query-xml.js';
 
 /** Options of the nvidia-smi adapter; defaults in brackets. */
@@ -115,16 +116,31 @@ export class NvidiaSmiPort implements GpuPort {
   /** Turns a failed command's text into a typed error. */
   private failure(result: RunResult, args: readonly string[], operation: string, gpu: number | null): GpuError {
     const text = `${result.stdout}\n${result.stderr}`;
+    const lost = splitNotices(text).lost;
+    if (lost.length > 0) return new GpuError('gpu-lost', operation, gpu, `${describeLost(lost)} (nvidia-smi ${args.join(' ')})`);
     const { kind, line } = classifyError(text);
     const why = line || `exit status ${result.code} and no message`;
     return new GpuError(kind, operation, gpu, `${why} (nvidia-smi ${args.join(' ')})`);
   }
 
-  /** Runs a listing; non-zero exit is a typed error. */
-  private async list(args: readonly string[], operation: string, gpu: number | null): Promise<string> {
+  /**
+   * Runs a listing; non-zero exit is a typed error, unless nvidia-smi's only complaints are lines
+   * about single GPUs (one that no longer answers, a corrupted infoROM: see notices.ts): those
+   * lines are taken out and the GPUs named as lost are returned beside the text.
+   */
+  private async listWithNotices(args: readonly string[], operation: string, gpu: number | null): Promise<{ text: string; lost: readonly LostGpu[] }> {
     const result = await this.run(args, operation, gpu);
-    if (result.code !== 0 && !EMPTY_LISTING.test(result.stdout + result.stderr)) throw this.failure(result, args, operation, gpu);
-    return result.stdout + (result.code === 0 ? '' : result.stderr);
+    const out = splitNotices(result.stdout);
+    const err = splitNotices(result.stderr);
+    const lost = [...out.lost, ...err.lost];
+    const onlyNotices = lost.length + out.warnings.length + err.warnings.length > 0 && err.rest.trim() === '';
+    if (result.code !== 0 && !onlyNotices && !EMPTY_LISTING.test(result.stdout + result.stderr)) throw this.failure(result, args, operation, gpu);
+    return { text: out.rest + (result.code === 0 || onlyNotices ? '' : err.rest), lost };
+  }
+
+  /** Runs a listing (see listWithNotices), dropping what it says of lost GPUs: they are absent from the text. */
+  private async list(args: readonly string[], operation: string, gpu: number | null): Promise<string> {
+    return (await this.listWithNotices(args, operation, gpu)).text;
   }
 
   /** Parses, turning a parser's complaint into a typed `unparseable` error. */
@@ -139,9 +155,9 @@ export class NvidiaSmiPort implements GpuPort {
 
   async listGpus(): Promise<GpuInfo[]> {
     const args = [`--query-gpu=${GPU_FIELDS.join(',')}`, '--format=csv,noheader,nounits'];
-    const text = await this.list(args, 'list GPUs', null);
+    const { text, lost } = await this.listWithNotices(args, 'list GPUs', null);
     const rows = this.parse('list GPUs', null, () => parseCsvQuery(text, GPU_FIELDS, `nvidia-smi ${args.join(' ')}`));
-    return rows.map((r) => {
+    const gpus = rows.map((r): GpuInfo => {
       const current = modeOf(r['mig.mode.current'] ?? '');
       const pending = modeOf(r['mig.mode.pending'] ?? '');
       const index = Number(r['index']);
@@ -158,6 +174,8 @@ export class NvidiaSmiPort implements GpuPort {
         migMode: current !== null && pending !== null ? { current, pending } : null,
       };
     });
+    if (lost.length > 0) throw new GpuLostError('list GPUs', describeLost(lost), gpus, lost);
+    return gpus;
   }
 
   private static selector(gpu?: number): string[] {
@@ -208,7 +226,12 @@ export class NvidiaSmiPort implements GpuPort {
   }
 
   async listProcesses(): Promise<GpuProcess[]> {
-    const [gpus, text] = await Promise.all([this.listGpus(), this.list(['-q', '-x'], 'list processes', null)]);
+    // A GPU that no longer answers has no processes to list: the others' are listed.
+    const answering = this.listGpus().catch((e: unknown) => {
+      if (e instanceof GpuLostError) return [...e.answered];
+      throw e;
+    });
+    const [gpus, text] = await Promise.all([answering, this.list(['-q', '-x'], 'list processes', null)]);
     const details = this.parse('list processes', null, () => parseQueryXml(text));
     return details.flatMap((d) => {
       const gpu = gpus.find((g) => g.busId.toUpperCase() === d.busId.toUpperCase() || (d.uuid !== '' && g.uuid === d.uuid));
