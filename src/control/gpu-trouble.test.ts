@@ -90,7 +90,7 @@ async function until(what: string, test: () => boolean | Promise<boolean>, ms = 
   }
 }
 
-async function serviceOn(spec: string, policy: string, options: { gpuCheckMs?: number; migOn?: boolean } = {}) {
+async function serviceOn(spec: string, policy: string, options: { gpuCheckMs?: number; migOn?: boolean; lostAtStart?: number } = {}) {
   const dir = mkdtempSync(join(tmpdir(), 'migpool-gpu-trouble-'));
   const machine = SimulatedMachine.create(parseSimulateSpec(spec), 1, spec);
   if (options.migOn === true) {
@@ -100,6 +100,7 @@ async function serviceOn(spec: string, policy: string, options: { gpuCheckMs?: n
     }
   }
   const port = new TroubledPort(new SimulatedGpuPort(machine));
+  if (options.lostAtStart !== undefined) port.lost.add(options.lostAtStart);
   const store = await openSqliteStore(join(dir, 'migpool.db'));
   await store.init();
   const lines: string[] = [];
@@ -171,6 +172,16 @@ describe('the service when the GPUs misbehave', () => {
     await until('the waiting job to start', async () => (await service.getJob(waiting.id))?.state === 'running');
     expect((await service.getJob(waiting.id))?.placement).toMatchObject({ kind: 'gpus', gpus: [1] });
     expect(lines.some((l) => /^GPU 1 \(GPU-[0-9a-f-]+\) answers nvidia-smi again: jobs may start there$/.test(l))).toBe(true);
+  });
+
+  it('starts with the GPUs that answer when one is lost at its start, and takes it once it answers', { timeout: 30_000 }, async () => {
+    const { port, service, lines } = await serviceOn('2xA100-SXM4-40GB', 'exclusive', { lostAtStart: 0 });
+    const bus = (await port.sim.listGpus())[0]!.busId.replace(/^0000/, '');
+    expect(lines).toContain(`GPU 0 (${bus}) does not answer nvidia-smi (Unknown Error): the service starts without it (fallen off the bus? look for Xid 79 in dmesg; reset it with nvidia-smi -r -i ${bus} or reboot the node)`);
+    expect((await service.gpus()).map((g) => g.index)).toEqual([1]);
+    port.lost.delete(0);
+    await until('GPU 0 to be taken', async () => (await service.gpus()).length === 2);
+    expect(lines.some((l) => /^GPU 0 \(NVIDIA A100-SXM4-40GB, GPU-[0-9a-f-]+\) is listed by nvidia-smi: the service uses it from now on$/.test(l))).toBe(true);
   });
 
   it('keeps serving while nvidia-smi hangs: ends are recorded, cancels answer, the queue says why, and it recovers', { timeout: 30_000 }, async () => {
