@@ -241,6 +241,11 @@ describe('nvidia-smi adapter when one GPU stops answering or warns', () => {
     expect((await new NvidiaSmiPort({ executable: exe }).listGpus()).map((g) => g.index)).toEqual([0, 2]);
   });
 
+  it('takes a change that succeeded beside the corrupted-infoROM warning (exit 14) as done', async () => {
+    const exe = stub({ '-i 0 -r': { stdout: 'GPU 00000000:00:04.0 was successfully reset.\nWARNING: infoROM is corrupted at gpu 0000:00:04.0\n', code: 14 } });
+    await expect(new NvidiaSmiPort({ executable: exe }).resetGpu(0)).resolves.toBeUndefined();
+  });
+
   it('still fails a listing whose stderr says more than notices', async () => {
     const exe = stub({ [QUERY]: { stdout: ROWS, stderr: `${LOST}Failed to initialize NVML: Driver/library version mismatch\n`, code: 255 } });
     expect((await kindOf(new NvidiaSmiPort({ executable: exe }).listGpus())).kind).toBe('gpu-lost');

@@ -10,7 +10,7 @@ import {
   parseReset,
 } from './messages.js';
 import { parseCsvQuery, parseLci, parseLgi, parseListGpus } from './parse.js';
-import { describeLost, splitNotices, type LostGpu } from './notices.js';
+import { describeLost, dropInfoRomWarnings, splitNotices, type LostGpu } from './notices.js';
 import { parseQueryXml } from './query-xml.js';
 
 /** Options of the nvidia-smi adapter; defaults in brackets. */
@@ -89,7 +89,9 @@ export class NvidiaSmiPort implements GpuPort {
             return;
           }
           const code = error ? (typeof error.code === 'number' ? error.code : 255) : 0;
-          resolve({ stdout, stderr, code });
+          // A corrupted infoROM's warning (exit 14) beside an answer or a success: the command did its work.
+          const { warnings, ...kept } = dropInfoRomWarnings(stdout, stderr, code);
+          resolve(warnings.length > 0 ? kept : { stdout, stderr, code });
         });
       });
       // Node's own `timeout` only sends SIGTERM and then waits for the child to end: a child that

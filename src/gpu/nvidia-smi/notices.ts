@@ -74,6 +74,30 @@ export function splitNotices(text: string): Notices {
   return { lost, warnings, rest: kept.join('\n') };
 }
 
+/**
+ * Takes the corrupted-infoROM warnings out of one stream of a command's output. nvidia-smi exits
+ * 14 for them though it did what it was asked (the GPU Operator capture above prints the whole
+ * table), so a status of 14 with such a warning counts as success.
+ */
+export function dropInfoRomWarnings(stdout: string, stderr: string, code: number): { stdout: string; stderr: string; code: number; warnings: string[] } {
+  const warnings: string[] = [];
+  const drop = (text: string): string =>
+    text
+      .split(/(?<=\n)/)
+      .filter((l) => {
+        if (!INFOROM.test(l.trim())) return true;
+        warnings.push(l.trim());
+        return false;
+      })
+      .join('');
+  const out = drop(stdout);
+  const err = drop(stderr);
+  return { stdout: out, stderr: err, code: code === INFOROM_EXIT_STATUS && warnings.length > 0 ? 0 : code, warnings };
+}
+
+/** nvidia-smi's exit status for a corrupted infoROM ("Return code 14 - infoROM is corrupted", the GPU Operator page above). */
+const INFOROM_EXIT_STATUS = 14;
+
 /** `GPU 3 (0000:04:00.0)`, `GPU 0000:0B:00.0` or `GPU 2`: how a lost GPU is named in messages. */
 export function lostGpuName(g: LostGpu): string {
   if (g.index !== null && g.busId !== null) return `GPU ${g.index} (${g.busId})`;
