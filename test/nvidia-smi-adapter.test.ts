@@ -225,6 +225,11 @@ describe('nvidia-smi adapter when one GPU stops answering or warns', () => {
     expect(await port.listProcesses()).toEqual([{ pid: 4242, name: 'python', gpu: 0, gpuInstanceId: 1, computeInstanceId: 0, usedMemoryMiB: 1000 }]);
   });
 
+  it('lists no processes, without a complaint, when every GPU is lost', async () => {
+    const exe = stub({ [QUERY]: { stderr: LOST, code: 15 }, '-q -x': { stderr: LOST, code: 15 } });
+    expect(await new NvidiaSmiPort({ executable: exe }).listProcesses()).toEqual([]);
+  });
+
   it('says an operation on the lost GPU failed because the GPU is lost', async () => {
     const exe = stub({ 'mig -i 1 -cgi 1g.5gb:0': { stderr: 'Unable to determine the device handle for GPU1: 0000:00:05.0: Unknown Error\n', code: 15 } });
     const e = await kindOf(new NvidiaSmiPort({ executable: exe }).createGpuInstance(1, '1g.5gb', 0));

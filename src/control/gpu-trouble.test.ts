@@ -165,7 +165,7 @@ describe('the service when the GPUs misbehave', () => {
     const waiting = await service.submit({ name: 'waits', command: ['sleep', '20'], resources: { gpus: 1 } });
     await new Promise((r) => setTimeout(r, 500));
     expect((await service.getJob(waiting.id))?.state).toBe('queued');
-    expect(lines.some((l) => l.startsWith('GPU 1 (') && l.includes('does not answer nvidia-smi (Unknown Error)') && l.includes(`jobs ${onGpu1.id} ran there and are left to end`))).toBe(true);
+    expect(lines.some((l) => l.startsWith('GPU 1 (') && l.includes('does not answer nvidia-smi (Unknown Error)') && l.includes(`job ${onGpu1.id} ran there and is left to end`))).toBe(true);
     await until('the reason', async () => /does not answer nvidia-smi \(Unknown Error\).*no job starts there until it answers/.test((await service.getJob(waiting.id))?.pending ?? ''));
     // It comes back (reset): the next read frees it and the job starts there.
     port.lost.delete(1);

@@ -1349,7 +1349,8 @@ export class PoolServiceImpl implements PoolService {
         const why = named.length > 0 ? `${lostText(named)} (${lostAdvice(named)})` : `GPU ${g.index} (${g.uuid}) is no longer listed by nvidia-smi (check nvidia-smi -L and dmesg)`;
         if (this.lostGpus.get(g.index) !== why) {
           const jobs = this.jobsOn(g.index);
-          this.o.log?.(`${why}: no job starts there until it answers${jobs.length > 0 ? `; jobs ${jobs.join(', ')} ran there and are left to end (cancel them if they hang)` : ''}`);
+          const left = jobs.length === 1 ? `; job ${jobs[0]} ran there and is left to end (cancel it if it hangs)` : jobs.length > 1 ? `; jobs ${jobs.join(', ')} ran there and are left to end (cancel them if they hang)` : '';
+          this.o.log?.(`${why}: no job starts there until it answers${left}`);
         }
         this.lostGpus.set(g.index, why);
         next.push(g);

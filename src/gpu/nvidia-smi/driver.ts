@@ -145,6 +145,15 @@ export class NvidiaSmiPort implements GpuPort {
     return (await this.listWithNotices(args, operation, gpu)).text;
   }
 
+  /**
+   * The text of `nvidia-smi -q -x`, or null when nothing but lost-GPU lines came (every GPU it
+   * would list fell off the bus: no capture shows what the XML is then, so nothing is read).
+   */
+  private async queryXml(operation: string): Promise<string | null> {
+    const { text, lost } = await this.listWithNotices(['-q', '-x'], operation, null);
+    return text.trim() === '' && lost.length > 0 ? null : text;
+  }
+
   /** Parses, turning a parser's complaint into a typed `unparseable` error. */
   private parse<T>(operation: string, gpu: number | null, read: () => T): T {
     try {
@@ -206,9 +215,9 @@ export class NvidiaSmiPort implements GpuPort {
     if (rows.length === 0) return [];
     // MIG device UUIDs: `-L` lists them by device index; `-q -x` maps device index to GI/CI
     // (old drivers also print the GI/CI inside the UUID, MIG-GPU-<uuid>/<gi>/<ci>).
-    const [listText, xmlText] = await Promise.all([this.list(['-L'], 'list MIG devices', null), this.list(['-q', '-x'], 'list MIG devices', null)]);
+    const [listText, xmlText] = await Promise.all([this.list(['-L'], 'list MIG devices', null), this.queryXml('list MIG devices')]);
     const gpus = this.parse('list MIG devices', null, () => parseListGpus(listText));
-    const details = this.parse('list MIG devices', null, () => parseQueryXml(xmlText));
+    const details = xmlText === null ? [] : this.parse('list MIG devices', null, () => parseQueryXml(xmlText));
     const uuidOf = (g: number, gi: number, ci: number): string => {
       const entry = gpus.find((x) => x.index === g);
       const direct = entry?.migDevices.find((d) => d.gpuInstanceId === gi && d.computeInstanceId === ci);
@@ -233,8 +242,8 @@ export class NvidiaSmiPort implements GpuPort {
       if (e instanceof GpuLostError) return [...e.answered];
       throw e;
     });
-    const [gpus, text] = await Promise.all([answering, this.list(['-q', '-x'], 'list processes', null)]);
-    const details = this.parse('list processes', null, () => parseQueryXml(text));
+    const [gpus, text] = await Promise.all([answering, this.queryXml('list processes')]);
+    const details = text === null ? [] : this.parse('list processes', null, () => parseQueryXml(text));
     return details.flatMap((d) => {
       const gpu = gpus.find((g) => g.busId.toUpperCase() === d.busId.toUpperCase() || (d.uuid !== '' && g.uuid === d.uuid));
       if (!gpu) return [];
