@@ -549,6 +549,7 @@ export class PoolServiceImpl implements PoolService {
           foreignPids: mig ? [] : (this.foreign.get(g.index) ?? []),
           reconfiguring: this.reconfiguring.has(g.index),
           repartitionFailure: this.repartitionFailureOf(g.index),
+          unreachable: this.lostGpus.get(g.index) ?? null,
         };
       }),
     );
