@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { NvidiaSmiPort } from '../src/gpu/nvidia-smi/driver.js';
-import { GpuError } from '../src/gpu/port.js';
+import { GpuError, GpuLostError } from '../src/gpu/port.js';
 
 const fixture = (name: string) => readFileSync(new URL(`./fixtures/nvidia-smi/${name}`, import.meta.url), 'utf8');
 
@@ -12,6 +12,10 @@ interface Reply {
   stderr?: string;
   code?: number;
   sleepMs?: number;
+  /** Ignores SIGTERM, as a tool stuck in the driver does. */
+  ignoreTerm?: boolean;
+  /** Leaves a child behind that holds stdout and stderr open for 20 s (output never "ends"). */
+  holdPipes?: boolean;
 }
 
 /**
@@ -29,6 +33,8 @@ function stub(replies: Record<string, Reply>): string {
 const replies = JSON.parse(require('fs').readFileSync(${JSON.stringify(join(dir, 'replies.json'))}, 'utf8'));
 const r = replies[process.argv.slice(2).join(' ')];
 if (!r) { process.stderr.write('stub: no reply for ' + process.argv.slice(2).join(' ') + '\\n'); process.exit(2); }
+if (r.ignoreTerm) process.on('SIGTERM', () => {});
+if (r.holdPipes) require('child_process').spawn('sleep', ['20'], { stdio: 'inherit', detached: true }).unref();
 setTimeout(() => { process.stdout.write(r.stdout || ''); process.stderr.write(r.stderr || ''); process.exit(r.code || 0); }, r.sleepMs || 0);
 `,
   );
@@ -135,9 +141,120 @@ describe('nvidia-smi adapter over captured outputs', () => {
     expect(e.message).toMatch(/did not answer within 300 ms/);
   });
 
+  it('gives up at its timeout on an nvidia-smi that ignores SIGTERM, and does not read its late empty answer as no GPUs', async () => {
+    // Before: Node's timeout sent SIGTERM and waited for the end; this stub exited 0 with nothing
+    // printed 5 s later and listGpus answered [] (every GPU gone) after 5 s instead of 300 ms.
+    const exe = stub({ [QUERY]: { stdout: '', sleepMs: 5000, ignoreTerm: true } });
+    const t0 = Date.now();
+    const e = await kindOf(new NvidiaSmiPort({ executable: exe, timeoutMs: 300 }).listGpus());
+    expect(e.kind).toBe('timeout');
+    expect(e.message).toMatch(/did not answer within 300 ms \(stopped with SIGKILL\)/);
+    expect(Date.now() - t0).toBeLessThan(3000);
+  });
+
+  it('gives up at its timeout when a child of nvidia-smi keeps its output open', async () => {
+    const exe = stub({ [QUERY]: { stdout: '', sleepMs: 5000, holdPipes: true } });
+    const t0 = Date.now();
+    const e = await kindOf(new NvidiaSmiPort({ executable: exe, timeoutMs: 300 }).listGpus());
+    expect(e.kind).toBe('timeout');
+    expect(Date.now() - t0).toBeLessThan(3000);
+  });
+
+  it('says so when nvidia-smi is killed before it finishes (partial output is not read)', async () => {
+    const exe = stub({ [QUERY]: { stdout: '0, GPU-14ac2834-0d81-0508-69eb-e25264c08d21, NVIDIA A100-PCIE-40GB, 0x20F110DE, 00000000:3B:00.0, 40960, Enabled, Enabled\n', sleepMs: 5000 } });
+    const port = new NvidiaSmiPort({ executable: exe, timeoutMs: 10_000 });
+    const pending = kindOf(port.listGpus());
+    // The stub is the newest process running this script: kill it as the OOM killer would.
+    await new Promise((r) => setTimeout(r, 400));
+    const { execFileSync } = await import('node:child_process');
+    const pid = execFileSync('pgrep', ['-n', '-f', exe], { encoding: 'utf8' }).trim();
+    process.kill(Number(pid), 'SIGKILL');
+    const e = await pending;
+    expect(e.kind).toBe('unknown');
+    expect(e.message).toMatch(/was killed by SIGKILL before it finished/);
+  });
+
   it('says when nvidia-smi is missing and points to --simulate', async () => {
     const e = await kindOf(new NvidiaSmiPort({ executable: '/nonexistent/nvidia-smi' }).listGpus());
     expect(e.kind).toBe('nvidia-smi-missing');
     expect(e.message).toMatch(/--simulate SPEC/);
+  });
+});
+
+describe('nvidia-smi adapter when one GPU stops answering or warns', () => {
+  // Two answering A100s (the first is the GPU of the -q -x capture) around one that fell off the
+  // bus, in the line form of the 8-GPU capture (fixture rtx-3080-8gpu_query-gpu-one-lost): the
+  // line on stderr, the others listed on stdout; exit status 15 per nvidia-smi's RETURN VALUE
+  // (fixture p100-pcie_infoROM-corrupted-exit-14), or 0 as some drivers leave it.
+  const ROWS =
+    '0, GPU-27b94a00-ed54-5c24-b1fd-1054085de32a, NVIDIA A100-SXM4-40GB, 0x20B010DE, 00000000:00:04.0, 40960, Enabled, Enabled\n' +
+    '2, GPU-5e0d8c11-8a53-4f5b-9c1e-2b7f0c3d4e5f, NVIDIA A100-SXM4-40GB, 0x20B010DE, 00000000:00:06.0, 40960, Disabled, Disabled\n';
+  const LOST = 'Unable to determine the device handle for GPU1: 0000:00:05.0: Unknown Error\n';
+
+  it.each([15, 0])('lists the GPUs that answer and names the lost one, with what to do (exit %i)', async (code) => {
+    const exe = stub({ [QUERY]: { stdout: ROWS, stderr: LOST, code } });
+    const e: unknown = await new NvidiaSmiPort({ executable: exe }).listGpus().catch((x: unknown) => x);
+    expect(e).toBeInstanceOf(GpuLostError);
+    const lost = e as GpuLostError;
+    expect(lost.kind).toBe('gpu-lost');
+    expect(lost.code).toBe('DEVICE');
+    expect(lost.answered.map((g) => g.index)).toEqual([0, 2]);
+    expect(lost.lost).toMatchObject([{ index: 1, busId: '0000:00:05.0', reason: 'Unknown Error' }]);
+    expect(lost.message).toBe(
+      'list GPUs: nvidia-smi cannot reach GPU 1 (0000:00:05.0): Unknown Error (fallen off the bus? look for Xid 79 in dmesg): reset it (nvidia-smi -r -i 0000:00:05.0) or reboot the node, and reseat it if it comes back lost',
+    );
+  });
+
+  it('lists the instances and processes of the GPUs that answer', async () => {
+    const exe = stub({
+      [QUERY]: { stdout: ROWS, stderr: LOST, code: 15 },
+      'mig -i 0 -lgi': { stdout: fixture('a100-pcie-40gb_lgi-3-2-1-1_yokatayama-e-learning.txt'), stderr: LOST, code: 15 },
+      // The capture with one process added on its first MIG device (GI 1, CI 0), in the element
+      // form of nvidia-smi's XML (see query-xml.ts).
+      '-q -x': {
+        stdout: fixture('a100-sxm4-40gb_q-x-mig-2-devices_netdata-go.d.plugin.txt').replace(
+          /<processes>\s*<\/processes>/,
+          '<processes><process_info><gpu_instance_id>1</gpu_instance_id><compute_instance_id>0</compute_instance_id><pid>4242</pid><type>C</type><process_name>python</process_name><used_memory>1000 MiB</used_memory></process_info></processes>',
+        ),
+        stderr: LOST,
+        code: 15,
+      },
+    });
+    const port = new NvidiaSmiPort({ executable: exe });
+    expect((await port.listGpuInstances(0)).map((g) => g.start)).toEqual([0, 1, 2, 4]);
+    expect(await port.listProcesses()).toEqual([{ pid: 4242, name: 'python', gpu: 0, gpuInstanceId: 1, computeInstanceId: 0, usedMemoryMiB: 1000 }]);
+  });
+
+  it('lists no processes, without a complaint, when every GPU is lost', async () => {
+    const exe = stub({ [QUERY]: { stderr: LOST, code: 15 }, '-q -x': { stderr: LOST, code: 15 } });
+    expect(await new NvidiaSmiPort({ executable: exe }).listProcesses()).toEqual([]);
+  });
+
+  it('says an operation on the lost GPU failed because the GPU is lost', async () => {
+    const exe = stub({ 'mig -i 1 -cgi 1g.5gb:0': { stderr: 'Unable to determine the device handle for GPU1: 0000:00:05.0: Unknown Error\n', code: 15 } });
+    const e = await kindOf(new NvidiaSmiPort({ executable: exe }).createGpuInstance(1, '1g.5gb', 0));
+    expect(e.kind).toBe('gpu-lost');
+    expect(e.message).toMatch(/^GPU 1: create GPU instance 1g\.5gb at 0: nvidia-smi cannot reach GPU 1 \(0000:00:05\.0\): Unknown Error .*reboot the node.*\(nvidia-smi mig -i 1 -cgi 1g\.5gb:0\)$/);
+  });
+
+  it.each([
+    ['stdout', 14],
+    ['stderr', 14],
+  ])('reads a whole listing that ends with the corrupted-infoROM warning (on %s, exit %i)', async (stream, code) => {
+    const warning = 'WARNING: infoROM is corrupted at gpu 0000:00:04.0\n';
+    const exe = stub({ [QUERY]: stream === 'stdout' ? { stdout: ROWS + warning, code } : { stdout: ROWS, stderr: warning, code } });
+    expect((await new NvidiaSmiPort({ executable: exe }).listGpus()).map((g) => g.index)).toEqual([0, 2]);
+  });
+
+  it('takes a change that succeeded beside the corrupted-infoROM warning (exit 14) as done', async () => {
+    const exe = stub({ '-i 0 -r': { stdout: 'GPU 00000000:00:04.0 was successfully reset.\nWARNING: infoROM is corrupted at gpu 0000:00:04.0\n', code: 14 } });
+    await expect(new NvidiaSmiPort({ executable: exe }).resetGpu(0)).resolves.toBeUndefined();
+  });
+
+  it('still fails a listing whose stderr says more than notices', async () => {
+    const exe = stub({ [QUERY]: { stdout: ROWS, stderr: `${LOST}Failed to initialize NVML: Driver/library version mismatch\n`, code: 255 } });
+    expect((await kindOf(new NvidiaSmiPort({ executable: exe }).listGpus())).kind).toBe('gpu-lost');
+    const other = stub({ [QUERY]: { stdout: ROWS, stderr: 'Failed to initialize NVML: Driver/library version mismatch\n', code: 255 } });
+    expect((await kindOf(new NvidiaSmiPort({ executable: other }).listGpus())).kind).toBe('driver-not-loaded');
   });
 });

@@ -92,6 +92,8 @@ export interface GpuSnapshot {
   readonly foreignPids?: readonly number[];
   /** True while a re-partition is being applied. */
   readonly reconfiguring: boolean;
+  /** Set while the GPU does not answer nvidia-smi (fell off the bus, or no longer listed): why, and what to do. No job starts there meanwhile. */
+  readonly unreachable?: string | null;
   /** Set while re-partitions of this GPU fail: how many in a row, the last error, and when the next is tried (ms). */
   readonly repartitionFailure?: { readonly failures: number; readonly error: string; readonly retryAt: number } | null;
 }

@@ -7,7 +7,7 @@ import { readProcStat } from '../exec/proc.js';
 import { readLogChunk } from '../exec/log-file.js';
 import { ProgressReader } from '../exec/progress-reader.js';
 import { explainPending } from '../sched/pending.js';
-import type { GpuPort, GpuProcess } from '../gpu/port.js';
+import { GpuError, type GpuPort, type GpuProcess, type UnreachableGpu } from '../gpu/port.js';
 import type { GpuModel } from '../mig/types.js';
 import type { CurrentGpu } from '../partition/state.js';
 import type { Workload } from '../perf/types.js';
@@ -52,6 +52,13 @@ export interface ServiceOptions {
   readonly seed?: number;
   /** A scheduling pass runs at least this often, ms, besides every submission and job end [2000]. */
   readonly tickMs?: number;
+  /**
+   * How often the service reads every GPU again, ms [10000]: a GPU that stopped answering, one that
+   * answers again, and a MIG layout someone changed by hand (nvidia-smi mig, mig-parted) are seen
+   * within this. A full read is seven nvidia-smi runs (--query-gpu, mig -lgi, mig -lci, -L, -q -x,
+   * and the process list's --query-gpu and -q -x); read in the background, never under a pass.
+   */
+  readonly gpuCheckMs?: number;
   /** Seconds a re-partition is said to take, for the policy's cost model [5]. */
   readonly reconfigureSeconds?: number;
   /** Workload assumed for jobs that name none [resnet50-imagenet64]. */
@@ -105,6 +112,8 @@ interface GpuEntry {
   readonly index: number;
   readonly uuid: string;
   readonly name: string;
+  /** PCI bus ID as nvidia-smi lists it (`00000000:3B:00.0`). */
+  readonly busId: string;
   readonly model: GpuModel;
   current: CurrentGpu;
   /** MIG device UUID of the first compute instance of each GPU instance, by placement start. */
@@ -157,6 +166,43 @@ function tailOf(path: string): string {
     if (fd !== null) closeSync(fd);
   }
 }
+/** An error's first line, for one-line log entries. */
+function firstLine(e: unknown): string {
+  return (e instanceof Error ? e.message : String(e)).split('\n')[0] ?? '';
+}
+
+/** Whether two PCI bus IDs name the same device: `00000000:3B:00.0` (listings) and `0000:3b:00.0` (error lines). */
+function sameBus(a: string, b: string): boolean {
+  const norm = (x: string): string => {
+    const m = /^([0-9a-f]+):([0-9a-f]{2}:[0-9a-f]{2}\.[0-9a-f])$/i.exec(x.trim());
+    return m ? `${Number.parseInt(m[1] ?? '0', 16)}:${(m[2] ?? '').toLowerCase()}` : x.trim().toLowerCase();
+  };
+  return norm(a) === norm(b);
+}
+
+/** GPUs nvidia-smi names as not answering, in words: `GPU 1 (0000:02:00.0) does not answer nvidia-smi (Unknown Error)`. */
+function lostText(lost: readonly UnreachableGpu[]): string {
+  const name = (l: UnreachableGpu): string => (l.index !== null && l.busId !== null ? `GPU ${l.index} (${l.busId})` : `GPU ${l.busId ?? l.index ?? '?'}`);
+  return lost.map((l) => `${name(l)} does not answer nvidia-smi (${l.reason})`).join('; ');
+}
+
+/** What to do about GPUs that do not answer (see gpu/nvidia-smi/notices.ts for the sources). */
+function lostAdvice(lost: readonly UnreachableGpu[]): string {
+  const bus = lost.find((l) => l.busId !== null)?.busId ?? 'BUS_ID';
+  return `fallen off the bus? look for Xid 79 in dmesg; reset it with nvidia-smi -r -i ${bus} or reboot the node`;
+}
+
+/** A GPU's MIG mode and layout in words, without processes: what a change by hand alters. */
+function layoutText(g: GpuEntry): string {
+  const mode = g.current.migMode;
+  const pending = mode.pending !== mode.current ? ` (MIG ${mode.pending === 'enabled' ? 'on' : 'off'} pending)` : '';
+  if (mode.current !== 'enabled') return `MIG off${pending}`;
+  const instances = [...g.current.instances]
+    .sort((a, b) => a.start - b.start)
+    .map((i) => `${i.profile.name}@${i.start}${g.ciUuids.has(i.start) ? '' : ' (no compute instance)'}`);
+  return `${instances.length === 0 ? 'MIG on, no instances' : instances.join('+')}${pending}`;
+}
+
 /** Share done a job must report before its fraction sets its length for the policy (a few lines in). */
 const MIN_REPORTED_FRACTION = 0.02;
 const TIMELINE = 720;
@@ -220,6 +266,20 @@ export class PoolServiceImpl implements PoolService {
   private readonly unrecorded = new Map<string, string>();
   /** Why the last read of the GPUs' processes failed (said once), or null when it worked. */
   private processReadFailure: string | null = null;
+  /** Whether that failure was nvidia-smi not answering in time (a pass then does not read again before starting jobs). */
+  private processReadTimedOut = false;
+  /** GPUs (by index) that stopped answering nvidia-smi while the service ran: why, in words. No job starts there until they answer. */
+  private readonly lostGpus = new Map<number, string>();
+  /** The background read of every GPU in progress (see checkGpus), and when the last one ended (ms). */
+  private checkingGpus: Promise<void> | null = null;
+  private gpusCheckedAt = -Infinity;
+  /** The last background read's answer, taken at the start of the next pass (under the lock). */
+  private gpuRead: { entries: GpuEntry[]; lost: readonly UnreachableGpu[]; changes: ReadonlyMap<number, number> } | null = null;
+  /** Per GPU index: how many times the service re-read it after changing it; a background read begun before a change is stale for that GPU. */
+  private readonly gpuChanges = new Map<number, number>();
+  /** Why the last background read of the GPUs failed (said once), or null when it worked. */
+  private gpuReadFailure: string | null = null;
+  private gpuReadFailureKind: string | null = null;
   /**
    * Exit reports seen but not yet settled (settling waits for the lock): a decision about a job
    * that already ended (a preemption) settles it instead of waiting for an end that has come.
@@ -268,6 +328,7 @@ export class PoolServiceImpl implements PoolService {
       now: Date.now,
       seed: 1,
       tickMs: 2000,
+      gpuCheckMs: 10_000,
       reconfigureSeconds: 5,
       defaultWorkload: 'resnet50-imagenet64',
       defaultEstimateSeconds: 3600,
@@ -304,6 +365,7 @@ export class PoolServiceImpl implements PoolService {
     const privatized = privateJobFolders(this.o.dataDir);
     if (privatized > 0) this.o.log?.(`made ${privatized} job folders private (0700, or 0711 where a job runs as its user's account): other local accounts could read the jobs' logs and checkpoints`);
     await this.refreshGpus();
+    this.gpusCheckedAt = this.o.now();
     await this.learning.load();
     const open = await this.o.store.listJobs({ states: ['queued', 'starting', 'running'], limit: Number.MAX_SAFE_INTEGER });
     for (const r of open) {
@@ -504,6 +566,7 @@ export class PoolServiceImpl implements PoolService {
           foreignPids: mig ? [] : (this.foreign.get(g.index) ?? []),
           reconfiguring: this.reconfiguring.has(g.index),
           repartitionFailure: this.repartitionFailureOf(g.index),
+          unreachable: this.lostGpus.get(g.index) ?? null,
         };
       }),
     );
@@ -617,6 +680,7 @@ export class PoolServiceImpl implements PoolService {
         return;
       }
     }
+    this.takeGpuRead();
     try {
       this.users = await this.o.users?.();
     } catch (e) {
@@ -769,8 +833,9 @@ export class PoolServiceImpl implements PoolService {
         }),
         wholeGpuJobs: whole,
         sharing,
-        // A re-partition in progress keeps the GPU unavailable, as in the simulator.
-        busyUntil: this.reconfiguring.has(g.index) ? now + this.o.reconfigureSeconds : null,
+        // A re-partition in progress keeps the GPU unavailable, as in the simulator; a GPU that
+        // stopped answering is unavailable at least until the next read of the GPUs.
+        busyUntil: this.lostGpus.has(g.index) ? now + Math.max(this.o.gpuCheckMs, this.o.tickMs) / 1000 : this.reconfiguring.has(g.index) ? now + this.o.reconfigureSeconds : null,
         ...(this.foreign.has(g.index) ? { foreignPids: this.foreign.get(g.index) } : {}),
       };
     });
@@ -1227,9 +1292,18 @@ export class PoolServiceImpl implements PoolService {
     return left.length > 0 ? Math.max(...left) : null;
   }
 
-  /** Reads the GPUs again: all of them, or only GPU `only` (by index) after changing it. */
-  private async refreshGpus(only?: number): Promise<void> {
-    const [found, cis, gis] = await Promise.all([readCurrentState(this.o.gpu, only), this.o.gpu.listComputeInstances(only), this.o.gpu.listGpuInstances(only)]);
+  /** Reads the GPUs: all of them (those that answer; the lost ones named beside), or only GPU `only` (by index). */
+  private async readGpus(only?: number): Promise<{ entries: GpuEntry[]; lost: readonly UnreachableGpu[] }> {
+    let lost: readonly UnreachableGpu[] = [];
+    const [found, cis, gis] = await Promise.all([
+      readCurrentState(this.o.gpu, only, {
+        onLost: (e) => {
+          lost = e.lost;
+        },
+      }),
+      this.o.gpu.listComputeInstances(only),
+      this.o.gpu.listGpuInstances(only),
+    ]);
     const entries = found.flatMap((f): GpuEntry[] => {
       const model = modelOfGpu(f.info);
       if (!f.current || !model) return [];
@@ -1240,10 +1314,114 @@ export class PoolServiceImpl implements PoolService {
         const ci = cis.find((c) => c.gpu === f.info.index && c.gpuInstanceId === gi.id);
         if (ci) ciUuids.set(gi.start, ci.uuid);
       }
-      return [{ index: f.info.index, uuid: f.info.uuid, name: f.info.name, model, current: f.current, ciUuids, giIds }];
+      return [{ index: f.info.index, uuid: f.info.uuid, name: f.info.name, busId: f.info.busId, model, current: f.current, ciUuids, giIds }];
     });
-    if (only === undefined) this.gpusFound = entries;
-    else for (const e of entries) this.gpusFound = this.gpusFound.map((g) => (g.index === e.index ? e : g));
+    return { entries, lost };
+  }
+
+  /** Reads the GPUs again: all of them, or only GPU `only` (by index) after changing it. */
+  private async refreshGpus(only?: number): Promise<void> {
+    const { entries, lost } = await this.readGpus(only);
+    for (const e of entries) this.gpuChanges.set(e.index, (this.gpuChanges.get(e.index) ?? 0) + 1);
+    if (only === undefined) {
+      this.gpusFound = entries;
+      // At the start: the service goes on with the GPUs that answer, and says which do not.
+      if (lost.length > 0) this.o.log?.(`${lostText(lost)}: the service starts without ${lost.length === 1 ? 'it' : 'them'} (${lostAdvice(lost)})`);
+    } else for (const e of entries) this.gpusFound = this.gpusFound.map((g) => (g.index === e.index ? e : g));
+  }
+
+  /**
+   * Every `gpuCheckMs`, reads every GPU again in the background (a hung nvidia-smi holds no pass
+   * and no job's end): the next pass takes the answer (takeGpuRead). A failed read keeps what was
+   * last read, said once per cause, and the queue's reasons say it.
+   */
+  private checkGpus(): void {
+    if (this.stopped || this.checkingGpus !== null || this.o.now() - this.gpusCheckedAt < this.o.gpuCheckMs) return;
+    const changes = new Map(this.gpuChanges);
+    this.checkingGpus = this.readGpus()
+      .then(
+        (r) => {
+          if (this.gpuReadFailure !== null) this.o.log?.('reading the GPUs works again');
+          this.gpuReadFailure = null;
+          this.gpuReadFailureKind = null;
+          this.gpuRead = { ...r, changes };
+          this.schedule();
+        },
+        (e: unknown) => {
+          const why = firstLine(e);
+          // Once per kind of failure: the command that fails first (of the reads run at once) varies.
+          const kind = e instanceof GpuError ? e.kind : why;
+          if (kind !== this.gpuReadFailureKind) this.o.log?.(`reading the GPUs failed (${why}); going on with what was last read, and trying again every ${Math.round(this.o.gpuCheckMs / 1000)} s`);
+          this.gpuReadFailure = why;
+          this.gpuReadFailureKind = kind;
+        },
+      )
+      .finally(() => {
+        this.checkingGpus = null;
+        this.gpusCheckedAt = this.o.now();
+      });
+  }
+
+  /**
+   * Takes the last background read (under the lock, before the policy's view is built): a GPU that
+   * no longer answers is marked lost (kept in the view, where no job starts and no re-partition
+   * goes: see view), one that answers again is freed, and a GPU whose layout changed with no
+   * re-partition of the service's (someone ran nvidia-smi mig or mig-parted by hand) is planned
+   * from what nvidia-smi lists now, said in the log. A GPU the service re-partitioned or re-read
+   * since the read began keeps its newer state.
+   */
+  private takeGpuRead(): void {
+    const r = this.gpuRead;
+    if (r === null) return;
+    this.gpuRead = null;
+    const fresh = new Map(r.entries.map((e) => [e.index, e]));
+    const next: GpuEntry[] = [];
+    for (const g of this.gpusFound) {
+      const now = fresh.get(g.index);
+      fresh.delete(g.index);
+      if (this.reconfiguring.has(g.index) || (this.gpuChanges.get(g.index) ?? 0) !== (r.changes.get(g.index) ?? 0)) {
+        next.push(g);
+        continue;
+      }
+      if (now !== undefined && now.uuid !== g.uuid) {
+        this.o.log?.(`GPU ${g.index} is now ${now.name} ${now.uuid}, not ${g.uuid}: the service uses it as listed`);
+        this.lostGpus.delete(g.index);
+        next.push(now);
+        continue;
+      }
+      if (now === undefined) {
+        const named = r.lost.filter((l) => l.index === g.index || (l.busId !== null && sameBus(l.busId, g.busId)));
+        const why = named.length > 0 ? `${lostText(named)} (${lostAdvice(named)})` : `GPU ${g.index} (${g.uuid}) is no longer listed by nvidia-smi (check nvidia-smi -L and dmesg)`;
+        if (this.lostGpus.get(g.index) !== why) {
+          const jobs = this.jobsOn(g.index);
+          const left = jobs.length === 1 ? `; job ${jobs[0]} ran there and is left to end (cancel it if it hangs)` : jobs.length > 1 ? `; jobs ${jobs.join(', ')} ran there and are left to end (cancel them if they hang)` : '';
+          this.o.log?.(`${why}: no job starts there until it answers${left}`);
+        }
+        this.lostGpus.set(g.index, why);
+        next.push(g);
+        continue;
+      }
+      if (this.lostGpus.delete(g.index)) this.o.log?.(`GPU ${g.index} (${g.uuid}) answers nvidia-smi again: jobs may start there`);
+      const was = layoutText(g);
+      const is = layoutText(now);
+      if (was !== is) this.o.log?.(`GPU ${g.index}: its MIG layout changed outside migpool (was ${was}, now ${is}; nvidia-smi mig or mig-parted run by hand?): the service plans from what nvidia-smi lists now`);
+      next.push(now);
+    }
+    for (const e of fresh.values()) {
+      this.o.log?.(`GPU ${e.index} (${e.name}, ${e.uuid}) is listed by nvidia-smi: the service uses it from now on`);
+      next.push(e);
+    }
+    this.gpusFound = next.sort((a, b) => a.index - b.index);
+  }
+
+  /** Ids of the jobs not yet final placed on GPU `index`. */
+  private jobsOn(index: number): string[] {
+    const out: string[] = [];
+    for (const r of this.active.placedRecords()) {
+      const p = r.placement;
+      if (p && (p.kind === 'instance' ? p.gpu === index : p.gpus.includes(index))) out.push(r.id);
+    }
+    return out;
   }
 
   /**
@@ -1273,12 +1451,14 @@ export class PoolServiceImpl implements PoolService {
       const processes = await this.o.gpu.listProcesses();
       if (this.processReadFailure !== null) this.o.log?.("reading the GPUs' processes works again");
       this.processReadFailure = null;
+      this.processReadTimedOut = false;
       this.takeForeign(read, this.foreignIn(read, processes, before, this.occupants()));
     } catch (e) {
       // Said once per cause: a failing nvidia-smi would otherwise log a line at every tick (2 s).
       const why = e instanceof Error ? (e.message.split('\n')[0] ?? '') : String(e);
       if (why !== this.processReadFailure) this.o.log?.(`reading the GPUs' processes failed (${why}); keeping the last answer, and trying again at every tick`);
       this.processReadFailure = why;
+      this.processReadTimedOut = e instanceof GpuError && e.kind === 'timeout';
     }
   }
 
@@ -1292,7 +1472,10 @@ export class PoolServiceImpl implements PoolService {
    */
   private async recheckForeign(decisions: readonly Decision[]): Promise<ReadonlySet<Decision>> {
     const deferred = new Set<Decision>();
-    if (this.stopped) return deferred;
+    // nvidia-smi does not answer in time (the tick's read said so): the pass does not wait its
+    // timeout under the lock (ends, cancels and other passes would wait behind it) and goes on
+    // with the last answer, as after a failed read.
+    if (this.stopped || this.processReadTimedOut) return deferred;
     // What the round's policy saw (a tick's read may take a newer answer during this one).
     const seen = this.foreign;
     let found: Map<number | string, number[]>;
@@ -1488,6 +1671,12 @@ export class PoolServiceImpl implements PoolService {
     // A GPU whose re-partition failed is left as it is for a while: the jobs that wait hear why.
     const backingOff = this.backoffText();
     if (backingOff !== '') for (const [id, why] of reasons) reasons.set(id, `${why}; ${backingOff}`);
+    // What is wrong with the GPUs themselves, and what to do, to everyone who waits.
+    const gpuTrouble = [
+      ...[...this.lostGpus.values()].map((why) => `${why}: no job starts there until it answers`),
+      ...(this.gpuReadFailure !== null ? [`the GPUs cannot be read (${this.gpuReadFailure}): jobs are placed on what was last read`] : []),
+    ].join('; ');
+    if (gpuTrouble !== '') for (const [id, why] of reasons) reasons.set(id, `${why}; ${gpuTrouble}`);
     for (const [id, why] of this.gate.held) reasons.set(id, why);
     this.pending = reasons;
   }
@@ -1531,6 +1720,7 @@ export class PoolServiceImpl implements PoolService {
   private sample(): void {
     void this.readProgress().then(() => this.multiplexTick());
     void this.readForeign();
+    this.checkGpus();
     const occupants = this.occupants();
     let busy = 0;
     let all = 0;

@@ -2,7 +2,7 @@ import { MigpoolError } from '../errors.js';
 import { GPU_MODELS, resolveGpuModel } from '../mig/catalog/index.js';
 import type { GpuModel } from '../mig/types.js';
 import type { CurrentGpu } from '../partition/state.js';
-import type { GpuInfo, GpuPort } from '../gpu/port.js';
+import { GpuLostError, type GpuInfo, type GpuPort } from '../gpu/port.js';
 
 /** The catalogued family of a GPU the port reports, by PCI device ID, else by product name. */
 export function modelOfGpu(gpu: GpuInfo): GpuModel | null {
@@ -22,12 +22,29 @@ export interface FoundGpu {
   readonly current: CurrentGpu | null;
 }
 
+/** How readCurrentState treats GPUs that no longer answer. */
+export interface ReadOptions {
+  /**
+   * Called when the port names GPUs that do not answer (GpuLostError): the GPUs that answer are
+   * read and returned. Without it the error is thrown (commands that change GPUs stop on it).
+   */
+  readonly onLost?: (e: GpuLostError) => void;
+}
+
 /**
  * Reads every GPU's MIG mode, instances, compute instances and processes through the port (or
  * only GPU `only`'s, e.g. after changing it).
  */
-export async function readCurrentState(port: GpuPort, only?: number): Promise<FoundGpu[]> {
-  const gpus = (await port.listGpus()).filter((g) => only === undefined || g.index === only);
+export async function readCurrentState(port: GpuPort, only?: number, options: ReadOptions = {}): Promise<FoundGpu[]> {
+  let listed: GpuInfo[];
+  try {
+    listed = await port.listGpus();
+  } catch (e) {
+    if (!(e instanceof GpuLostError) || options.onLost === undefined) throw e;
+    options.onLost(e);
+    listed = [...e.answered];
+  }
+  const gpus = listed.filter((g) => only === undefined || g.index === only);
   const anyMig = gpus.some((g) => g.migMode?.current === 'enabled');
   const [gis, cis, procs] = await Promise.all([
     anyMig ? port.listGpuInstances(only) : Promise.resolve([]),

@@ -92,6 +92,8 @@ export type GpuErrorKind =
   | 'not-found'
   | 'invalid-argument'
   | 'nvidia-smi-missing'
+  /** A GPU no longer answers the driver (fallen off the bus: "Unable to determine the device handle"). */
+  | 'gpu-lost'
   | 'unparseable'
   | 'timeout'
   | 'unknown';
@@ -111,5 +113,30 @@ export class GpuError extends MigpoolError {
     this.gpu = gpu;
     this.operation = operation;
     this.reason = message;
+  }
+}
+
+/** A GPU the driver names as not answering: its index and PCI bus ID as far as known, and why. */
+export interface UnreachableGpu {
+  readonly index: number | null;
+  readonly busId: string | null;
+  readonly reason: string;
+}
+
+/**
+ * `listGpus` found GPUs that no longer answer the driver (one fell off the bus) beside others
+ * that do. Commands that change GPUs stop on it (kind `gpu-lost`, exit 3, the message names the
+ * GPUs and what to do); a caller that can go on with the rest (the service, `status`) takes
+ * `answered`, the GPUs that were listed.
+ */
+export class GpuLostError extends GpuError {
+  readonly answered: readonly GpuInfo[];
+  readonly lost: readonly UnreachableGpu[];
+
+  constructor(operation: string, message: string, answered: readonly GpuInfo[], lost: readonly UnreachableGpu[]) {
+    super('gpu-lost', operation, null, message);
+    this.name = 'GpuLostError';
+    this.answered = answered;
+    this.lost = lost;
   }
 }

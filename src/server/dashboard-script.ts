@@ -218,7 +218,8 @@ export const DASHBOARD_SCRIPT = String.raw`
       ]);
       var f = g.repartitionFailure;
       var failure = f ? el('p', { className: 'gpu-failure', text: 're-partition failed ' + f.failures + '× in a row: ' + f.error + ' (next try in ' + age(f.retryAt - Date.now()) + ')' }) : null;
-      root.appendChild(el('div', { className: 'gpu' + (g.reconfiguring ? ' reconfiguring' : ''), 'data-gpu': String(g.index), title: g.uuid }, [head, bar, ruler, failure]));
+      var lost = g.unreachable ? el('p', { className: 'gpu-failure', text: g.unreachable + ': no job starts here until it answers' }) : null;
+      root.appendChild(el('div', { className: 'gpu' + (g.reconfiguring ? ' reconfiguring' : ''), 'data-gpu': String(g.index), title: g.uuid }, [head, bar, ruler, lost, failure]));
     });
   }
 

@@ -242,6 +242,10 @@ export const gpuSnapshotSchema: JsonSchema = {
       ],
       description: 'set while re-partitions of this GPU fail (it backs off)',
     },
+    unreachable: {
+      anyOf: [{ type: 'null' }, { type: 'string' }],
+      description: 'set while the GPU does not answer nvidia-smi (fallen off the bus, or no longer listed): why, and what to do; no job starts there meanwhile',
+    },
   },
 };
 

@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { GPU_MODELS, resolveGpuModel } from '../../mig/catalog/index.js';
-import type { ComputeInstanceInfo, GpuInfo, GpuInstanceInfo, GpuPort, GpuProcess } from '../../gpu/port.js';
+import { GpuLostError, type ComputeInstanceInfo, type GpuInfo, type GpuInstanceInfo, type GpuPort, type GpuProcess } from '../../gpu/port.js';
 import type { GpuModel } from '../../mig/types.js';
 import { openGpuPort, type DeviceOptions } from '../device.js';
 import { writeJson, type Io } from '../io.js';
@@ -19,9 +19,19 @@ interface GpuStatus {
   processes: GpuProcess[];
 }
 
-/** Reads everything `status` shows, asking for instances only on GPUs in MIG mode. */
-export async function readStatus(port: GpuPort): Promise<GpuStatus[]> {
-  const gpus = await port.listGpus();
+/**
+ * Reads everything `status` shows, asking for instances only on GPUs in MIG mode. With `onLost`,
+ * GPUs that no longer answer (GpuLostError) are handed to it and the others are read.
+ */
+export async function readStatus(port: GpuPort, onLost?: (e: GpuLostError) => void): Promise<GpuStatus[]> {
+  let gpus: GpuInfo[];
+  try {
+    gpus = await port.listGpus();
+  } catch (e) {
+    if (!(e instanceof GpuLostError) || onLost === undefined) throw e;
+    onLost(e);
+    gpus = [...e.answered];
+  }
   const anyMig = gpus.some((g) => g.migMode?.current === 'enabled');
   const [instances, computeInstances, processes] = await Promise.all([
     anyMig ? port.listGpuInstances() : Promise.resolve([]),
@@ -115,9 +125,14 @@ export function registerStatus(program: Command, io: Io): void {
   withDeviceOptions(program.command('status').description('show the GPUs, their MIG mode and layout, instances and processes'))
     .option('--json', 'print JSON')
     .action(async (opts: DeviceOptions & { json?: boolean }) => {
-      const status = await readStatus(openGpuPort(opts));
-      if (opts.json) return writeJson(io, { gpus: status.map(statusJson) });
-      if (status.length === 0) return io.out('no GPUs found');
-      io.out(status.flatMap(renderGpu).join('\n'));
+      // A GPU that fell off the bus: the others are shown, then its error line (exit 3).
+      let lost: GpuLostError | null = null;
+      const status = await readStatus(openGpuPort(opts), (e) => {
+        lost = e;
+      });
+      if (opts.json) writeJson(io, { gpus: status.map(statusJson) });
+      else if (status.length === 0) io.out('no GPUs found');
+      else io.out(status.flatMap(renderGpu).join('\n'));
+      if (lost !== null) throw lost;
     });
 }

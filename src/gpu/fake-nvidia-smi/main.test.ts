@@ -149,6 +149,33 @@ describe('fake nvidia-smi: listings parse with the real parsers to the machine s
   });
 });
 
+describe('fake nvidia-smi: a GPU that fell off the bus, a corrupted infoROM', () => {
+  it('leaves the lost GPU out of every answer, names it on stderr as real nvidia-smi does, exit 15', () => {
+    const m = mixedMachine();
+    m.setLost(1, true);
+    const s = fakeSession(m);
+    const bus = m.listGpus()[1]!.busId.replace(/^0000/, '');
+    const line = `Unable to determine the device handle for GPU1: ${bus}: Unknown Error\n`;
+    const q = s.run('--query-gpu=index,name', '--format=csv,noheader');
+    expect(q).toEqual({ stdout: '0, NVIDIA A100-SXM4-40GB\n2, NVIDIA A30\n', stderr: line, code: 15 });
+    expect(parseListGpus(s.run('-L').stdout).map((g) => g.index)).toEqual([0, 2]);
+    expect(s.run('mig', '-lgi').stderr).toBe(line);
+    // An operation on it: only the line.
+    expect(s.run('mig', '-i', '1', '-cgi', '1g.10gb:0')).toEqual({ stdout: '', stderr: line, code: 15 });
+    expect(classifyError(line).kind).toBe('gpu-lost');
+    m.setLost(1, false);
+    expect(m.state.gpus[1]?.lost).toBeUndefined();
+  });
+
+  it('warns of a corrupted infoROM after a whole answer, exit 14', () => {
+    const m = mixedMachine();
+    m.setInfoRomCorrupted(2, true);
+    const s = fakeSession(m);
+    const r = s.run('--query-gpu=index', '--format=csv,noheader');
+    expect(r).toEqual({ stdout: `0\n1\n2\nWARNING: infoROM is corrupted at gpu ${m.listGpus()[2]!.busId.replace(/^0000/, '')}\n`, stderr: '', code: 14 });
+  });
+});
+
 describe('fake nvidia-smi: commands change the state file', () => {
   it('creates GPU instances at explicit placements, with -C', () => {
     const s = fakeSession(machineWithMig('A100-SXM4-40GB'));

@@ -344,6 +344,25 @@ function run(machine: SimulatedMachine, command: FakeCommand, gpus: number[], ex
 }
 
 /**
+ * Adds what nvidia-smi says of single GPUs beside its answer: a lost GPU's "Unable to determine
+ * the device handle" line on stderr (the form of an 8-GPU capture, index then bus with a 4-digit
+ * domain: fixture rtx-3080-8gpu_query-gpu-one-lost) and exit status 15, a corrupted infoROM's
+ * warning after the answer and exit status 14 (fixture p100-pcie_infoROM-corrupted-exit-14; the
+ * statuses are nvidia-smi's RETURN VALUE list quoted there). The warning goes to stdout, as that
+ * capture shows it inline after the table (public scripts also meet it on stderr; the adapter
+ * reads both), the harder case for a parser. A failure's own status is kept.
+ */
+function withNotices(machine: SimulatedMachine, gpus: readonly number[], result: FakeResult): FakeResult {
+  const lost = gpus.filter((g) => machine.isLost(g));
+  const corrupted = gpus.filter((g) => !machine.isLost(g) && machine.state.gpus[g]?.infoRomCorrupted === true);
+  if (lost.length === 0 && corrupted.length === 0) return result;
+  const bus = (g: number): string => busOf(machine, g).replace(/^0000(?=[0-9A-Fa-f]{4}:)/, '');
+  const lostLines = lost.map((g) => `Unable to determine the device handle for GPU${g}: ${bus(g)}: Unknown Error\n`).join('');
+  const warnings = corrupted.map((g) => `WARNING: infoROM is corrupted at gpu ${bus(g)}\n`).join('');
+  return { stdout: result.stdout + warnings, stderr: lostLines + result.stderr, code: result.code !== 0 ? result.code : lost.length > 0 ? 15 : 14 };
+}
+
+/**
  * Runs the fake nvidia-smi once: `argv` without the program name, `env` for the state file.
  * Saves the machine back when the command changed it (a consumed injected fault counts).
  */
@@ -370,15 +389,17 @@ export function runFakeNvidiaSmi(argv: string[], env: Record<string, string | un
       const gpus = selectGpus(machine, command.select);
       if (gpus === null || gpus.length === 0) return text(NO_DEVICES, 6);
       const before = JSON.stringify(machine.state);
+      // GPUs that fell off the bus are left out, each named in a line of its own on stderr.
+      const reached = gpus.filter((g) => !machine.isLost(g));
       let result: FakeResult;
       try {
-        result = run(machine, command.command, gpus, command.select !== null, now);
+        result = reached.length > 0 ? run(machine, command.command, reached, command.select !== null, now) : text('', 0);
       } catch (e) {
         if (e instanceof UsageError) return text('', 2, `${INVALID_ARGUMENTS}\n`);
         throw e;
       }
       if (JSON.stringify(machine.state) !== before) saveMachine(path, machine);
-      return result;
+      return withNotices(machine, gpus, result);
     }, { readOnlyOk: true });
   } catch (e) {
     return text('', 255, `fake nvidia-smi: ${e instanceof Error ? e.message : String(e)}\n`);

@@ -1,6 +1,6 @@
 import { execFile } from 'node:child_process';
 import { MigpoolError } from '../../errors.js';
-import { GpuError, type ComputeInstanceInfo, type GpuInfo, type GpuInstanceInfo, type GpuPort, type GpuProcess, type MigModeState } from '../port.js';
+import { GpuError, GpuLostError, type ComputeInstanceInfo, type GpuInfo, type GpuInstanceInfo, type GpuPort, type GpuProcess, type MigModeState } from '../port.js';
 import {
   classifyError,
   parseCreatedComputeInstances,
@@ -10,6 +10,7 @@ import {
   parseReset,
 } from './messages.js';
 import { parseCsvQuery, parseLci, parseLgi, parseListGpus } from './parse.js';
+import { describeLost, dropInfoRomWarnings, splitNotices, type LostGpu } from './notices.js';
 import { parseQueryXml } from './query-xml.js';
 
 /** Options of the nvidia-smi adapter; defaults in brackets. */
@@ -62,11 +63,15 @@ export class NvidiaSmiPort implements GpuPort {
 
   private run(args: readonly string[], operation: string, gpu: number | null): Promise<RunResult> {
     return new Promise((resolve, reject) => {
-      execFile(
-        this.executable,
-        [...args],
-        { timeout: this.timeoutMs, env: this.env ?? process.env, maxBuffer: 64 * 1024 * 1024, encoding: 'utf8' },
-        (error, stdout, stderr) => {
+      let settled = false;
+      const settle = (fn: () => void): void => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(deadline);
+        fn();
+      };
+      const child = execFile(this.executable, [...args], { env: this.env ?? process.env, maxBuffer: 64 * 1024 * 1024, encoding: 'utf8' }, (error, stdout, stderr) => {
+        settle(() => {
           if (error && (error as NodeJS.ErrnoException).code === 'ENOENT') {
             reject(
               new GpuError(
@@ -78,30 +83,75 @@ export class NvidiaSmiPort implements GpuPort {
             );
             return;
           }
-          if (error && error.killed) {
-            reject(new GpuError('timeout', operation, gpu, `${this.executable} ${args.join(' ')} did not answer within ${this.timeoutMs} ms`));
+          // Killed by someone else (the OOM killer, an operator): what it printed is cut short.
+          if (error && typeof error.code !== 'number' && error.signal) {
+            reject(new GpuError('unknown', operation, gpu, `${this.executable} ${args.join(' ')} was killed by ${error.signal} before it finished; run it by hand to see whether it answers`));
             return;
           }
           const code = error ? (typeof error.code === 'number' ? error.code : 255) : 0;
-          resolve({ stdout, stderr, code });
-        },
-      );
+          // A corrupted infoROM's warning (exit 14) beside an answer or a success: the command did its work.
+          const { warnings, ...kept } = dropInfoRomWarnings(stdout, stderr, code);
+          resolve(warnings.length > 0 ? kept : { stdout, stderr, code });
+        });
+      });
+      // Node's own `timeout` only sends SIGTERM and then waits for the child to end: a child that
+      // ignores it, or one stuck in the driver (uninterruptible, as nvidia-smi is while the kernel
+      // module waits on a GPU that stopped answering), would keep the caller waiting without end,
+      // and its late exit 0 with nothing printed read as "no GPUs". At the deadline it is sent
+      // SIGKILL and the caller has its answer at once, whether or not the child is gone yet.
+      const deadline = setTimeout(() => {
+        child.kill('SIGKILL');
+        settle(() =>
+          reject(
+            new GpuError(
+              'timeout',
+              operation,
+              gpu,
+              `${this.executable} ${args.join(' ')} did not answer within ${this.timeoutMs} ms (stopped with SIGKILL): check that the driver answers (nvidia-smi by hand, dmesg for Xid errors)`,
+            ),
+          ),
+        );
+      }, this.timeoutMs);
     });
   }
 
   /** Turns a failed command's text into a typed error. */
   private failure(result: RunResult, args: readonly string[], operation: string, gpu: number | null): GpuError {
     const text = `${result.stdout}\n${result.stderr}`;
+    const lost = splitNotices(text).lost;
+    if (lost.length > 0) return new GpuError('gpu-lost', operation, gpu, `${describeLost(lost)} (nvidia-smi ${args.join(' ')})`);
     const { kind, line } = classifyError(text);
     const why = line || `exit status ${result.code} and no message`;
     return new GpuError(kind, operation, gpu, `${why} (nvidia-smi ${args.join(' ')})`);
   }
 
-  /** Runs a listing; non-zero exit is a typed error. */
-  private async list(args: readonly string[], operation: string, gpu: number | null): Promise<string> {
+  /**
+   * Runs a listing; non-zero exit is a typed error, unless nvidia-smi's only complaints are lines
+   * about single GPUs (one that no longer answers, a corrupted infoROM: see notices.ts): those
+   * lines are taken out and the GPUs named as lost are returned beside the text.
+   */
+  private async listWithNotices(args: readonly string[], operation: string, gpu: number | null): Promise<{ text: string; lost: readonly LostGpu[] }> {
     const result = await this.run(args, operation, gpu);
-    if (result.code !== 0 && !EMPTY_LISTING.test(result.stdout + result.stderr)) throw this.failure(result, args, operation, gpu);
-    return result.stdout + (result.code === 0 ? '' : result.stderr);
+    const out = splitNotices(result.stdout);
+    const err = splitNotices(result.stderr);
+    const lost = [...out.lost, ...err.lost];
+    const onlyNotices = lost.length + out.warnings.length + err.warnings.length > 0 && err.rest.trim() === '';
+    if (result.code !== 0 && !onlyNotices && !EMPTY_LISTING.test(result.stdout + result.stderr)) throw this.failure(result, args, operation, gpu);
+    return { text: out.rest + (result.code === 0 || onlyNotices ? '' : err.rest), lost };
+  }
+
+  /** Runs a listing (see listWithNotices), dropping what it says of lost GPUs: they are absent from the text. */
+  private async list(args: readonly string[], operation: string, gpu: number | null): Promise<string> {
+    return (await this.listWithNotices(args, operation, gpu)).text;
+  }
+
+  /**
+   * The text of `nvidia-smi -q -x`, or null when nothing but lost-GPU lines came (every GPU it
+   * would list fell off the bus: no capture shows what the XML is then, so nothing is read).
+   */
+  private async queryXml(operation: string): Promise<string | null> {
+    const { text, lost } = await this.listWithNotices(['-q', '-x'], operation, null);
+    return text.trim() === '' && lost.length > 0 ? null : text;
   }
 
   /** Parses, turning a parser's complaint into a typed `unparseable` error. */
@@ -116,9 +166,9 @@ export class NvidiaSmiPort implements GpuPort {
 
   async listGpus(): Promise<GpuInfo[]> {
     const args = [`--query-gpu=${GPU_FIELDS.join(',')}`, '--format=csv,noheader,nounits'];
-    const text = await this.list(args, 'list GPUs', null);
+    const { text, lost } = await this.listWithNotices(args, 'list GPUs', null);
     const rows = this.parse('list GPUs', null, () => parseCsvQuery(text, GPU_FIELDS, `nvidia-smi ${args.join(' ')}`));
-    return rows.map((r) => {
+    const gpus = rows.map((r): GpuInfo => {
       const current = modeOf(r['mig.mode.current'] ?? '');
       const pending = modeOf(r['mig.mode.pending'] ?? '');
       const index = Number(r['index']);
@@ -135,6 +185,8 @@ export class NvidiaSmiPort implements GpuPort {
         migMode: current !== null && pending !== null ? { current, pending } : null,
       };
     });
+    if (lost.length > 0) throw new GpuLostError('list GPUs', describeLost(lost), gpus, lost);
+    return gpus;
   }
 
   private static selector(gpu?: number): string[] {
@@ -163,9 +215,9 @@ export class NvidiaSmiPort implements GpuPort {
     if (rows.length === 0) return [];
     // MIG device UUIDs: `-L` lists them by device index; `-q -x` maps device index to GI/CI
     // (old drivers also print the GI/CI inside the UUID, MIG-GPU-<uuid>/<gi>/<ci>).
-    const [listText, xmlText] = await Promise.all([this.list(['-L'], 'list MIG devices', null), this.list(['-q', '-x'], 'list MIG devices', null)]);
+    const [listText, xmlText] = await Promise.all([this.list(['-L'], 'list MIG devices', null), this.queryXml('list MIG devices')]);
     const gpus = this.parse('list MIG devices', null, () => parseListGpus(listText));
-    const details = this.parse('list MIG devices', null, () => parseQueryXml(xmlText));
+    const details = xmlText === null ? [] : this.parse('list MIG devices', null, () => parseQueryXml(xmlText));
     const uuidOf = (g: number, gi: number, ci: number): string => {
       const entry = gpus.find((x) => x.index === g);
       const direct = entry?.migDevices.find((d) => d.gpuInstanceId === gi && d.computeInstanceId === ci);
@@ -185,8 +237,13 @@ export class NvidiaSmiPort implements GpuPort {
   }
 
   async listProcesses(): Promise<GpuProcess[]> {
-    const [gpus, text] = await Promise.all([this.listGpus(), this.list(['-q', '-x'], 'list processes', null)]);
-    const details = this.parse('list processes', null, () => parseQueryXml(text));
+    // A GPU that no longer answers has no processes to list: the others' are listed.
+    const answering = this.listGpus().catch((e: unknown) => {
+      if (e instanceof GpuLostError) return [...e.answered];
+      throw e;
+    });
+    const [gpus, text] = await Promise.all([answering, this.queryXml('list processes')]);
+    const details = text === null ? [] : this.parse('list processes', null, () => parseQueryXml(text));
     return details.flatMap((d) => {
       const gpu = gpus.find((g) => g.busId.toUpperCase() === d.busId.toUpperCase() || (d.uuid !== '' && g.uuid === d.uuid));
       if (!gpu) return [];

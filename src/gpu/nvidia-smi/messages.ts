@@ -253,6 +253,9 @@ const RULES: readonly Rule[] = [
   // a reinstall, shows "Failed to initialize NVML: Driver/library version mismatch".
   { kind: 'driver-not-loaded', test: /NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver/i },
   { kind: 'driver-not-loaded', test: /^Failed to initialize NVML: Driver\/library version mismatch/i },
+  // "Unable to determine the device handle for GPU 0000:0B:00.0: Unknown Error" and its other
+  // forms: a GPU that no longer answers (see notices.ts for the captures).
+  { kind: 'gpu-lost', test: /^Unable to determine the device handle for GPU/i },
   // MODE_PENDING sources above.
   { kind: 'mode-change-pending', test: /^Warning: MIG mode is in pending (enable|disable) state/i },
   // "The following GPUs could not be reset:" then "  GPU 00000000:01:00.0: In use by another

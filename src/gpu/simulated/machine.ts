@@ -69,6 +69,14 @@ interface SimGpu {
   migMode: { current: MigModeState; pending: MigModeState };
   gpuInstances: SimGpuInstance[];
   processes: SimProcess[];
+  /**
+   * The GPU fell off the bus: the fake nvidia-smi leaves it out of every answer and names it in
+   * an "Unable to determine the device handle" line (fake-nvidia-smi/main.ts). The in-process
+   * simulated port ignores it.
+   */
+  lost?: boolean;
+  /** The fake nvidia-smi warns that its infoROM is corrupted (exit status 14) after each answer. */
+  infoRomCorrupted?: boolean;
 }
 
 /** The whole simulated machine as plain JSON: what the state file of the fake nvidia-smi holds. */
@@ -158,6 +166,25 @@ export class SimulatedMachine {
   }
 
   /** Makes the next `operation` (on `gpu`, or on any GPU) fail with `kind`. */
+  /** Marks GPU `index` as fallen off the bus, or back (see SimGpu.lost: the fake nvidia-smi acts on it). */
+  setLost(index: number, lost: boolean): void {
+    const g = this.gpu(index, 'mark lost');
+    if (lost) g.lost = true;
+    else delete g.lost;
+  }
+
+  /** Marks GPU `index`'s infoROM as corrupted, or sound (see SimGpu.infoRomCorrupted). */
+  setInfoRomCorrupted(index: number, corrupted: boolean): void {
+    const g = this.gpu(index, 'mark infoROM');
+    if (corrupted) g.infoRomCorrupted = true;
+    else delete g.infoRomCorrupted;
+  }
+
+  /** Whether GPU `index` is marked lost (the fake nvidia-smi does not reach it). */
+  isLost(index: number): boolean {
+    return this.state.gpus[index]?.lost === true;
+  }
+
   injectFault(fault: SimFault): void {
     this.state.faults.push(fault);
   }

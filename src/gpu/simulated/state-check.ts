@@ -61,6 +61,8 @@ function shown(v: unknown): string {
   return s.length > 40 ? `${s.slice(0, 37)}...` : s;
 }
 
+const oneOfBooleans: Check = (v, at) => (typeof v === 'boolean' ? null : `${at}: expected true or false, got ${shown(v)}`);
+
 const MIG_MODES = ['enabled', 'disabled'] as const;
 const OPERATIONS = ['setMigMode', 'resetGpu', 'createGpuInstance', 'createComputeInstance', 'destroyComputeInstance', 'destroyGpuInstance'] as const;
 
@@ -78,6 +80,8 @@ const gpu = record({
   migMode: record({ current: oneOf(MIG_MODES), pending: oneOf(MIG_MODES) }),
   gpuInstances: list(gpuInstance),
   processes: list(process),
+  lost: optional(oneOfBooleans),
+  infoRomCorrupted: optional(oneOfBooleans),
 });
 const fault = record({ operation: oneOf(OPERATIONS), gpu: optional(wholeNumber(0)), kind: text, message: optional(text) });
 const state = record({ spec: optional(text), seed: wholeNumber(0), counter: wholeNumber(0), nextPid: wholeNumber(1), gpus: list(gpu), faults: list(fault) });
