@@ -444,15 +444,16 @@ export function storeConformance(name: string, open: () => Promise<Store>, optio
     });
 
     describe('workload observations', () => {
-      const seen = { workload: 'resnet26-cifar10', jobId: '1', attempt: 1, gpuModel: 'A100-SXM4-40GB', resource: '1g.5gb', samplesPerSecond: 812.5, peakMemoryMiB: 2950, outOfMemory: false, time: T0 };
+      const seen = { workload: 'resnet26-cifar10', jobId: '1', attempt: 1, gpuModel: 'A100-SXM4-40GB', resource: '1g.5gb', samplesPerSecond: 812.5, peakMemoryMiB: 2950, outOfMemory: false, time: T0, owner: null, shared: true };
 
       it('keeps one per job and attempt, the last written, and lists them oldest first, all or of one workload', async () => {
         await store.putObservation(seen);
         await store.putObservation({ ...seen, samplesPerSecond: 790.25, peakMemoryMiB: 3010, time: T0 + 10 });
-        await store.putObservation({ ...seen, jobId: '2', resource: 'whole', samplesPerSecond: null, peakMemoryMiB: null, time: T0 + 5 });
+        await store.putObservation({ ...seen, jobId: '2', resource: 'whole', samplesPerSecond: null, peakMemoryMiB: null, time: T0 + 5, owner: 'bob', shared: false });
         await store.putObservation({ ...seen, workload: 'bert-base-squad', jobId: '3', outOfMemory: true, time: T0 + 1 });
+        // Each keeps its owner and whether it teaches everyone (an admin's, or a job of no user) or its owner only.
         expect(await store.listObservations('resnet26-cifar10')).toEqual([
-          { ...seen, jobId: '2', resource: 'whole', samplesPerSecond: null, peakMemoryMiB: null, time: T0 + 5 },
+          { ...seen, jobId: '2', resource: 'whole', samplesPerSecond: null, peakMemoryMiB: null, time: T0 + 5, owner: 'bob', shared: false },
           { ...seen, samplesPerSecond: 790.25, peakMemoryMiB: 3010, time: T0 + 10 },
         ]);
         expect((await store.listObservations()).map((o) => [o.workload, o.jobId])).toEqual([

@@ -17,7 +17,7 @@ describe('migpool workloads --fit --data-dir', () => {
   it('lists what a service learned: each workload, its measured points, its error before and after, its memory', async () => {
     const store = openSqliteStore(join(dir, 'migpool.db'));
     await store.init();
-    const base = { workload: 'small', attempt: 1, gpuModel: 'A100-SXM4-40GB', samplesPerSecond: 1000, peakMemoryMiB: null, outOfMemory: false, time: 1_700_000_000_000 };
+    const base = { workload: 'small', attempt: 1, gpuModel: 'A100-SXM4-40GB', samplesPerSecond: 1000, peakMemoryMiB: null, outOfMemory: false, time: 1_700_000_000_000, owner: null, shared: true };
     await store.putObservation({ ...base, jobId: '1', resource: '1g.5gb' });
     await store.putObservation({ ...base, jobId: '2', resource: '2g.10gb', peakMemoryMiB: 6144 });
     await store.putObservation({ ...base, jobId: '3', resource: '3g.20gb' });

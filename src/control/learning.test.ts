@@ -25,7 +25,7 @@ afterEach(async () => {
 
 let nextJob = 1;
 function seen(resource: string, samplesPerSecond: number | null, extra: Partial<WorkloadObservation> = {}): WorkloadObservation {
-  return { workload: 'small', jobId: String(nextJob++), attempt: 1, gpuModel: A100.name, resource, samplesPerSecond, peakMemoryMiB: null, outOfMemory: false, time: T0, ...extra };
+  return { workload: 'small', jobId: String(nextJob++), attempt: 1, gpuModel: A100.name, resource, samplesPerSecond, peakMemoryMiB: null, outOfMemory: false, time: T0, owner: null, shared: true, ...extra };
 }
 
 function sps(w: typeof small, profile: string | null): number {
@@ -129,7 +129,7 @@ describe('WorkloadLearning', () => {
     expect((await s.listObservations()).map((o) => [o.samplesPerSecond, o.peakMemoryMiB])).toEqual([[null, 5000]]);
     // ... until the attempt ends.
     await learning.ended(running());
-    expect(await s.listObservations('small')).toEqual([{ workload: 'small', jobId: '1', attempt: 1, gpuModel: A100.name, resource: '1g.5gb', samplesPerSecond: 510, peakMemoryMiB: 5000, outOfMemory: false, time: T0 + 41_000 }]);
+    expect(await s.listObservations('small')).toEqual([{ workload: 'small', jobId: '1', attempt: 1, gpuModel: A100.name, resource: '1g.5gb', samplesPerSecond: 510, peakMemoryMiB: 5000, outOfMemory: false, time: T0 + 41_000, owner: null, shared: true }]);
     const again = new WorkloadLearning(s, port);
     await again.load();
     expect(sps(again.workload('small', small), '1g.5gb')).toBeCloseTo(510, 0);
@@ -144,11 +144,74 @@ describe('WorkloadLearning fits the newest speeds', () => {
   it('reads at most FIT_PER_RESOURCE speeds per resource, the newest, and the memory of all', async () => {
     const s = await store();
     // An old, slow version of the job and a newer one twice as fast, on the same slice.
-    for (let i = 1; i <= 20; i++) await s.putObservation({ workload: 'small', jobId: String(i), attempt: 1, gpuModel: A100.name, resource: '1g.5gb', samplesPerSecond: i <= 4 ? 250 : 500, peakMemoryMiB: i === 1 ? 5000 : null, outOfMemory: false, time: T0 + i });
+    for (let i = 1; i <= 20; i++) await s.putObservation({ workload: 'small', jobId: String(i), attempt: 1, gpuModel: A100.name, resource: '1g.5gb', samplesPerSecond: i <= 4 ? 250 : 500, peakMemoryMiB: i === 1 ? 5000 : null, outOfMemory: false, time: T0 + i, owner: null, shared: true });
     const learning = new WorkloadLearning(s, new SimulatedGpuPort(SimulatedMachine.create(parseSimulateSpec('1xA100-SXM4-40GB'), 1, '1xA100-SXM4-40GB')));
     await learning.load();
     const w = learning.workload('small', small);
     expect(sps(w, '1g.5gb')).toBeCloseTo(500, 0);
     expect(w.memoryGiB).toBe(4.89);
+  });
+});
+
+describe('WorkloadLearning: whose observations teach whom', () => {
+  // A job of `small` owned by `owner`, running alone on a 1g.5gb slice (or `profile`).
+  const job = (id: string, owner: string | null, profile = '1g.5gb'): JobRecord =>
+    ({ id, owner, spec: { workload: 'small' }, state: 'running', attempt: 1, startedAt: T0, placement: { kind: 'instance', gpu: 0, start: 0, profile, devices: ['MIG-x'] } }) as unknown as JobRecord;
+  const hash = (c: string) => c.repeat(64);
+  const oneG = A100.giProfiles.find((p) => p.name === '1g.5gb')!.memoryGiB!;
+  const twoG = A100.giProfiles.find((p) => p.name === '2g.10gb')!.memoryGiB!;
+
+  async function learner(): Promise<{ s: Store; learning: WorkloadLearning }> {
+    const s = await store();
+    // root is an admin (the operator); bob and alice are not. The learner asks the store who is.
+    await s.insertUser({ name: 'root', admin: true }, hash('a'), T0);
+    await s.insertUser({ name: 'bob' }, hash('b'), T0);
+    await s.insertUser({ name: 'alice' }, hash('c'), T0);
+    const port = new SimulatedGpuPort(SimulatedMachine.create(parseSimulateSpec('1xA100-SXM4-40GB'), 1, '1xA100-SXM4-40GB'));
+    return { s, learning: new WorkloadLearning(s, port, { afterSeconds: 0, memoryPollMs: 60_000, persistMs: 0 }) };
+  }
+
+  it("a user's fake slow progress and fake out-of-memory change only their own jobs' workload", async () => {
+    const { s, learning } = await learner();
+    // bob's job prints progress at a tenth of the model's speed, then "runs out of memory" on 1g.5gb.
+    const slow = sps(small, '1g.5gb') / 10;
+    expect([...(await learning.observe([job('1', 'bob')], () => A100.name, () => slow, T0 + 60_000))]).toEqual(['small']);
+    await learning.outOfMemory(job('1', 'bob'), A100.name, T0 + 61_000);
+    // alice's jobs, and jobs of no user, see the workload as it was: the very same object.
+    expect(learning.workload('small', small, 'alice')).toBe(small);
+    expect(learning.workload('small', small, null)).toBe(small);
+    // bob's next job sees what bob's job taught: a tenth of the speed, more memory than a 1g.5gb slice holds.
+    const bobs = learning.workload('small', small, 'bob');
+    expect(sps(bobs, '1g.5gb')).toBeCloseTo(slow, 0);
+    expect(bobs.memoryGiB).toBeGreaterThan(oneG);
+    // Stored with its owner, not shared; a restarted learner keeps it bob's.
+    expect((await s.listObservations('small')).map((o) => [o.owner, o.shared, o.outOfMemory])).toEqual([['bob', false, true]]);
+    const again = new WorkloadLearning(s, new SimulatedGpuPort(SimulatedMachine.create(parseSimulateSpec('1xA100-SXM4-40GB'), 1, '1xA100-SXM4-40GB')));
+    await again.load();
+    expect(again.workload('small', small, 'alice')).toBe(small);
+    expect(again.workload('small', small, 'bob').memoryGiB).toBeGreaterThan(oneG);
+  });
+
+  it("an admin's observation (and one of a job of no user) teaches every user's jobs, each still corrected by their own", async () => {
+    const { s, learning } = await learner();
+    await learning.outOfMemory(job('1', 'bob'), A100.name, T0 + 1_000);
+    // root's job runs out of memory on a 2g.10gb slice: everyone's jobs need more than 2g.10gb holds.
+    await learning.outOfMemory(job('2', 'root', '2g.10gb'), A100.name, T0 + 2_000);
+    for (const who of ['alice', 'bob', 'root', null]) expect(learning.workload('small', small, who).memoryGiB).toBeGreaterThan(twoG);
+    // A job of no user (a pool without users) is the operator's too: its speed teaches everyone.
+    const measured = sps(small, '3g.20gb') / 2;
+    await learning.observe([job('3', null, '3g.20gb')], () => A100.name, () => measured, T0 + 60_000);
+    expect(sps(learning.workload('small', small, 'alice'), '3g.20gb')).toBeCloseTo(measured, 0);
+    // bob's own slow point still moves only bob's fit, on top of the shared one.
+    await learning.observe([job('4', 'bob', '2g.10gb')], () => A100.name, () => 10, T0 + 70_000);
+    await learning.ended(job('4', 'bob', '2g.10gb'));
+    expect(sps(learning.workload('small', small, 'alice'), '3g.20gb')).toBeCloseTo(measured, 0);
+    expect(sps(learning.workload('small', small, 'bob'), '2g.10gb')).toBeLessThan(sps(learning.workload('small', small, 'alice'), '2g.10gb') / 5);
+    expect((await s.listObservations('small')).map((o) => [o.jobId, o.owner, o.shared])).toEqual([
+      ['1', 'bob', false],
+      ['2', 'root', true],
+      ['3', null, true],
+      ['4', 'bob', false],
+    ]);
   });
 });

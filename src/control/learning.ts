@@ -13,6 +13,13 @@ import type { JobPlacement, JobRecord, Store, WorkloadObservation } from '../sto
  *
  * Only what one job has alone is measured: a MIG instance, or one whole GPU it holds exclusively
  * (a time-sliced or MPS GPU's speed is the sharing's, not the workload's).
+ *
+ * Whose observations teach whom: a job prints its own progress and out-of-memory lines, so a user
+ * could teach a workload anything (a fake "CUDA out of memory" raises its memory need, fake
+ * progress lowers its speed). Each observation keeps its owner (the job's user): those of admins'
+ * jobs and of jobs of no user (a pool without users) are shared, and teach every job; those of
+ * other users teach only their own jobs. A job is placed by the shared fit (the workload refitted
+ * to the shared observations) corrected by its owner's own observations.
  */
 
 /** What the learner is told of its settings; defaults in brackets. */
@@ -23,6 +30,19 @@ export interface LearningOptions {
   readonly memoryPollMs?: number;
   /** Changed observations are written at least this often, ms, besides at every attempt's end [30000]. */
   readonly persistMs?: number;
+}
+
+/** Who a job belongs to and whether what it measures is shared; the service gives its own. */
+export interface LearningOwners {
+  /** The user a job belongs to, or null for none [`JobRecord.owner`]. */
+  readonly ownerOf?: (job: JobRecord) => string | null;
+  /** Whether a user's observations teach everyone: an admin [the store's user record says so]. */
+  readonly trusted?: (user: string) => Promise<boolean>;
+}
+
+/** The observations a job of `owner` learns from (pure): the shared ones and its owner's own. */
+export function observationsFor(observations: readonly WorkloadObservation[], owner: string | null): WorkloadObservation[] {
+  return observations.filter((o) => o.shared || (owner !== null && o.owner === owner));
 }
 
 /**
@@ -38,6 +58,8 @@ export const SPEED_CHANGE = 0.05;
 /** Where one attempt runs, as the learner keys it: `whole` or a MIG profile, on a GPU model. */
 interface AttemptKey {
   readonly workload: string;
+  readonly owner: string | null;
+  readonly shared: boolean;
   readonly jobId: string;
   readonly attempt: number;
   readonly gpuModel: string;
@@ -46,6 +68,11 @@ interface AttemptKey {
 
 function keyOf(jobId: string, attempt: number): string {
   return `${jobId}|${attempt}`;
+}
+
+/** The key of a workload's observations of one scope: the shared ones (owner null), or one user's own. */
+function scopeOf(workload: string, owner: string | null): string {
+  return `${workload}\u0000${owner ?? ''}`;
 }
 
 /** The single resource a placement measures (an instance, or one exclusive whole GPU), or null. */
@@ -113,9 +140,14 @@ export class WorkloadLearning {
   /** Speeds each attempt's observation had when the workload was last refitted. */
   private readonly usedSpeed = new Map<string, number | null>();
   private readonly dirty = new Set<string>();
-  /** Refitted workloads by name, with the base they were refitted from and the data's version. */
-  private readonly fitted = new Map<string, { base: Workload; version: number; workload: Workload }>();
+  /** Refitted workloads by name and scope (shared, or one user's), with their base and the data's versions. */
+  private readonly fitted = new Map<string, { base: Workload; version: string; workload: Workload }>();
+  /** Versions of each workload's data by scope: `name` + NUL + owner, the owner empty for the shared observations. */
   private readonly versions = new Map<string, number>();
+  /** Owner and sharing of each attempt, once its owner was looked up. */
+  private readonly owners = new Map<string, { owner: string | null; shared: boolean }>();
+  private readonly ownerOf: (job: JobRecord) => string | null;
+  private readonly trusted: (user: string) => Promise<boolean>;
   private memoryReadAt = -Infinity;
   private persistedAt = -Infinity;
   private readingMemory = false;
@@ -125,7 +157,10 @@ export class WorkloadLearning {
     private readonly gpu: GpuPort,
     options: LearningOptions = {},
     private readonly log?: (line: string) => void,
+    owners: LearningOwners = {},
   ) {
+    this.ownerOf = owners.ownerOf ?? ((r) => r.owner ?? null);
+    this.trusted = owners.trusted ?? (async (user) => (await store.getUser(user))?.admin === true);
     this.afterSeconds = options.afterSeconds ?? 30;
     this.memoryPollMs = options.memoryPollMs ?? 10_000;
     this.persistMs = options.persistMs ?? 30_000;
@@ -143,18 +178,22 @@ export class WorkloadLearning {
   }
 
   /**
-   * The workload `name` as its jobs taught it: `base` refitted to its observations, or `base`
-   * itself when there are none. The same object until new data arrives (the speed table caches by it).
+   * The workload `name` as the jobs of `owner` see it: `base` refitted to the shared observations
+   * and `owner`'s own (the shared ones alone for null), or `base` itself when there are none. The
+   * same object until new data of those arrives (the speed table caches by it).
    */
-  workload(name: string, base: Workload): Workload {
-    const version = this.versions.get(name);
-    if (version === undefined) return base;
-    const f = this.fitted.get(name);
+  workload(name: string, base: Workload, owner: string | null = null): Workload {
+    const shared = this.versions.get(scopeOf(name, null));
+    const own = owner === null ? undefined : this.versions.get(scopeOf(name, owner));
+    if (shared === undefined && own === undefined) return base;
+    const version = `${shared ?? 0}/${own ?? 0}`;
+    const scope = scopeOf(name, own === undefined ? null : owner);
+    const f = this.fitted.get(scope);
     if (f && f.base === base && f.version === version) return f.workload;
     let workload: Workload;
     try {
       // Speeds of the newest FIT_PER_RESOURCE observations per resource; memory of all of them.
-      const newestFirst = this.observations(name).reverse();
+      const newestFirst = observationsFor(this.observations(name), owner).reverse();
       const kept = new Map<string, number>();
       const capped = newestFirst.map((o) => {
         const k = `${o.gpuModel}|${o.resource}`;
@@ -174,10 +213,28 @@ export class WorkloadLearning {
       }
     } catch (e) {
       workload = base;
-      this.log?.(`workload ${name}: its observations could not be fitted (${e instanceof Error ? e.message : String(e)}); using the model's curve`);
+      this.log?.(`workload ${name}${own === undefined ? '' : ` of user ${owner}`}: its observations could not be fitted (${e instanceof Error ? e.message : String(e)}); using the model's curve`);
     }
-    this.fitted.set(name, { base, version, workload });
+    this.fitted.set(scope, { base, version, workload });
     return workload;
+  }
+
+  /** The owner of a job's attempt and whether it is shared, looked up once per attempt; null while the lookup fails. */
+  private async ownerOfAttempt(r: JobRecord): Promise<{ owner: string | null; shared: boolean } | null> {
+    const id = keyOf(r.id, r.attempt);
+    const known = this.owners.get(id);
+    if (known) return known;
+    const owner = this.ownerOf(r);
+    let shared: boolean;
+    try {
+      shared = owner === null || (await this.trusted(owner));
+    } catch (e) {
+      this.log?.(`whether user ${owner} is an admin could not be read (${e instanceof Error ? e.message.split('\n')[0] : String(e)}); what job ${r.id} measures is kept when it can be`);
+      return null;
+    }
+    const got = { owner, shared };
+    this.owners.set(id, got);
+    return got;
   }
 
   /**
@@ -194,7 +251,9 @@ export class WorkloadLearning {
       const m = measuredResource(r.placement);
       const gpuModel = m ? modelOf(m.gpu) : null;
       if (!m || gpuModel === null) continue;
-      const key: AttemptKey = { workload: r.spec.workload, jobId: r.id, attempt: r.attempt, gpuModel, resource: m.resource };
+      const who = await this.ownerOfAttempt(r);
+      if (who === null) continue;
+      const key: AttemptKey = { workload: r.spec.workload, ...who, jobId: r.id, attempt: r.attempt, gpuModel, resource: m.resource };
       keys.set(r.id, key);
       placements.set(r.id, r.placement);
       const sps = speedOf(r.id);
@@ -228,13 +287,16 @@ export class WorkloadLearning {
     if (rec.spec.workload === undefined || !rec.placement) return;
     const m = measuredResource(rec.placement);
     if (!m) return;
-    this.record({ workload: rec.spec.workload, jobId: rec.id, attempt: rec.attempt, gpuModel, resource: m.resource }, { outOfMemory: true }, now);
+    const who = await this.ownerOfAttempt(rec);
+    if (who === null) return;
+    this.record({ workload: rec.spec.workload, ...who, jobId: rec.id, attempt: rec.attempt, gpuModel, resource: m.resource }, { outOfMemory: true }, now);
     await this.persist(keyOf(rec.id, rec.attempt));
   }
 
   /** An attempt ended: what it measured is written now. */
   async ended(rec: JobRecord): Promise<void> {
     await this.persist(keyOf(rec.id, rec.attempt));
+    this.owners.delete(keyOf(rec.id, rec.attempt));
   }
 
   /** Folds a measurement into an attempt's observation; true when the workload's fit must change. */
@@ -271,7 +333,8 @@ export class WorkloadLearning {
     }
     m.set(id, o);
     this.usedSpeed.set(id, o.samplesPerSecond);
-    this.versions.set(o.workload, (this.versions.get(o.workload) ?? 0) + 1);
+    const scope = scopeOf(o.workload, o.shared ? null : o.owner);
+    this.versions.set(scope, (this.versions.get(scope) ?? 0) + 1);
     if (dirty) this.dirty.add(id);
   }
 

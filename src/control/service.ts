@@ -227,8 +227,6 @@ export class PoolServiceImpl implements PoolService {
   private readonly speeds = new SpeedTable();
   /** GPU-seconds of each open job's finished attempts, and its preemptions (this service's life). */
   private readonly pastRuns = new Map<string, { attained: number; preemptions: number }>();
-  /** Workloads whose memory need jobs taught the service (out of memory on a slice), by name. */
-  private readonly learned = new Map<string, Workload>();
   /** Attempts of each open job that ran out of memory and were moved up (not charged as failures). */
   private readonly oomMoves = new Map<string, number>();
   /** Jobs as policies see them once their progress reported their length (see withEstimate). */
@@ -336,7 +334,7 @@ export class PoolServiceImpl implements PoolService {
       unmappedUsersAsRoot: true,
       ...options,
     };
-    this.learning = new WorkloadLearning(this.o.store, this.o.gpu, this.o.learning, this.o.log);
+    this.learning = new WorkloadLearning(this.o.store, this.o.gpu, this.o.learning, this.o.log, { ownerOf: (r) => this.ownerOf(r) });
     // The policy is told the service's preemption rules (preempt-rules.ts), so that it plans on no preemption the service would refuse.
     this.ctx = createPolicyContext({
       random: createRandom(this.o.seed),
@@ -891,8 +889,8 @@ export class PoolServiceImpl implements PoolService {
 
   /**
    * A job that ran out of GPU memory on a MIG slice (CUDA's message in the tail of its stderr) is
-   * requeued for a larger one: its memory need, and its workload's for the jobs that come after,
-   * is raised just above the slice's (perf/refit.ts raiseMemoryAfterOom), so the policy places it
+   * requeued for a larger one: its memory need, and its workload's for the jobs that come after
+   * (its owner's only, everyone's when an admin's or of no user: see learning.ts), is raised just above the slice's (perf/refit.ts raiseMemoryAfterOom), so the policy places it
    * where it fits. Not charged as a failed attempt. A job bound to exactly that profile, or on a
    * whole GPU already, fails as usual. True when it was requeued.
    */
@@ -908,9 +906,10 @@ export class PoolServiceImpl implements PoolService {
     const need = raised.memoryGiB as number;
     // Nothing here holds more: it fails as usual.
     if (!this.gpusFound.some((x) => x.model.memoryGB >= need)) return false;
-    if (rec.spec.workload !== undefined) this.learned.set(rec.spec.workload, raiseMemoryAfterOom(spec.workload, have));
+    // Learned as an observation of its owner (shared when an admin's): their open jobs of the workload need more from now on.
     await this.learning.outOfMemory(rec, g.model.name, this.o.now());
     this.specs.set(rec.id, { ...spec, memoryGiB: need });
+    if (rec.spec.workload !== undefined) this.refitJobs(new Set([rec.spec.workload]));
     this.oomMoves.set(rec.id, (this.oomMoves.get(rec.id) ?? 0) + 1);
     const reason = `out of GPU memory on ${p.profile} (${have} GiB) in attempt ${rec.attempt}; requeued for a slice with more than ${have} GiB`;
     const next = await this.update(rec, { state: 'queued', placement: null, process: null, exitCode: null, reason, endedAt: null });
@@ -1688,6 +1687,11 @@ export class PoolServiceImpl implements PoolService {
   private async learn(): Promise<void> {
     const modelOf = (index: number) => this.gpusFound.find((g) => g.index === index)?.model.name ?? null;
     const changed = await this.learning.observe(this.active.values(), modelOf, (id) => this.progress.get(id)?.samplesPerSecond ?? null, this.o.now());
+    this.refitJobs(changed);
+  }
+
+  /** The open jobs of the workloads in `changed` see their refitted workload (the same object where their fit did not change). */
+  private refitJobs(changed: ReadonlySet<string>): void {
     if (changed.size === 0) return;
     for (const r of this.active.values()) {
       const spec = this.specs.get(r.id);
@@ -1817,6 +1821,11 @@ export class PoolServiceImpl implements PoolService {
     return this.unnamed;
   }
 
+  /** The user a job belongs to (`JobSpec.user`), or null. */
+  private ownerOf(r: JobRecord): string | null {
+    return this.o.jobOwner?.(r) ?? r.owner ?? null;
+  }
+
   private jobSpecOf(r: JobRecord): JobSpec {
     let workload: Workload;
     try {
@@ -1824,9 +1833,7 @@ export class PoolServiceImpl implements PoolService {
     } catch {
       workload = resolveWorkload(this.o.defaultWorkload);
     }
-    const learned = r.spec.workload === undefined ? undefined : this.learned.get(r.spec.workload);
-    if (learned) workload = learned;
-    if (r.spec.workload !== undefined) workload = this.learning.workload(r.spec.workload, workload);
+    if (r.spec.workload !== undefined) workload = this.learning.workload(r.spec.workload, workload, this.ownerOf(r));
     // A job that names no workload borrows the default's speed curve, not its memory: what it
     // needs is unknown (the user's profile or memory request says where it fits).
     if (r.spec.workload === undefined) workload = this.unnamedWorkload(workload);

@@ -1,5 +1,6 @@
 import { badInput } from '../errors.js';
 import { checkTime, parseJobId, type Dialect } from './records.js';
+import { checkUserName } from './users.js';
 import type { WorkloadObservation } from './types.js';
 
 /** One row of `workload_observations`, as both adapters read it back. */
@@ -13,6 +14,8 @@ export interface ObservationRow {
   readonly peak_memory_mib: number | null;
   readonly out_of_memory: number | boolean;
   readonly time: number | string;
+  readonly owner: string | null;
+  readonly shared: number | boolean;
 }
 
 function positiveOrNull(where: string, v: unknown): number | null {
@@ -23,6 +26,11 @@ function positiveOrNull(where: string, v: unknown): number | null {
 
 function text(where: string, v: unknown): string {
   if (typeof v !== 'string' || v === '' || v.length > 200) throw badInput(`workload observation: ${where} must be a non-empty string of at most 200 characters, got ${JSON.stringify(v)}`, { path: where });
+  return v;
+}
+
+function checkShared(v: unknown): boolean {
+  if (typeof v !== 'boolean') throw badInput(`workload observation: shared must be true or false, got ${JSON.stringify(v)}`, { path: 'shared' });
   return v;
 }
 
@@ -41,6 +49,8 @@ export function checkObservation(o: WorkloadObservation): WorkloadObservation & 
     peakMemoryMiB: positiveOrNull('peakMemoryMiB', o.peakMemoryMiB),
     outOfMemory: o.outOfMemory === true,
     time: checkTime('time', o.time),
+    owner: o.owner === null ? null : checkUserName(o.owner, 'workload observation: owner'),
+    shared: checkShared(o.shared),
     jobNumber,
   };
 }
@@ -57,11 +67,13 @@ export function observationFromRow(r: ObservationRow): WorkloadObservation {
     peakMemoryMiB: r.peak_memory_mib === null ? null : Number(r.peak_memory_mib),
     outOfMemory: r.out_of_memory === true || r.out_of_memory === 1,
     time: Number(r.time),
+    owner: r.owner ?? null,
+    shared: r.shared === true || r.shared === 1,
   };
 }
 
 /** The columns of `workload_observations` that an observation writes, in the order of {@link putObservationSql}'s parameters. */
-const COLUMNS = ['job_id', 'attempt', 'workload', 'gpu_model', 'resource', 'samples_per_second', 'peak_memory_mib', 'out_of_memory', 'time'] as const;
+const COLUMNS = ['job_id', 'attempt', 'workload', 'gpu_model', 'resource', 'samples_per_second', 'peak_memory_mib', 'out_of_memory', 'time', 'owner', 'shared'] as const;
 
 /**
  * The upsert of one checked observation (BAD_INPUT as {@link checkObservation} says): a job's
@@ -72,7 +84,7 @@ const COLUMNS = ['job_id', 'attempt', 'workload', 'gpu_model', 'resource', 'samp
  */
 export function putObservationSql(observation: WorkloadObservation, d: Dialect): { sql: string; params: unknown[] } {
   const o = checkObservation(observation);
-  const params = [o.jobNumber, o.attempt, o.workload, o.gpuModel, o.resource, o.samplesPerSecond, o.peakMemoryMiB, d.bool(o.outOfMemory), o.time];
+  const params = [o.jobNumber, o.attempt, o.workload, o.gpuModel, o.resource, o.samplesPerSecond, o.peakMemoryMiB, d.bool(o.outOfMemory), o.time, o.owner, d.bool(o.shared)];
   const updated = COLUMNS.filter((c) => c !== 'job_id' && c !== 'attempt').map((c) => `${c} = excluded.${c}`);
   return {
     sql: `INSERT INTO workload_observations (${COLUMNS.join(', ')}) VALUES (${params.map((_, i) => d.param(i + 1)).join(', ')}) ON CONFLICT (job_id, attempt) DO UPDATE SET ${updated.join(', ')}`,

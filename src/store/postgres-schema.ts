@@ -93,4 +93,13 @@ export const POSTGRES_MIGRATIONS: readonly Migration[] = [
       CREATE INDEX workload_observations_workload ON workload_observations (workload, time);
     `,
   },
+  {
+    version: 6,
+    name: 'workload_observations.owner, .shared',
+    // Rows written before (no owner) stay shared: they taught every job, as they did.
+    sql: `
+      ALTER TABLE workload_observations ADD COLUMN owner TEXT;
+      ALTER TABLE workload_observations ADD COLUMN shared BOOLEAN NOT NULL DEFAULT TRUE;
+    `,
+  },
 ];

@@ -119,6 +119,18 @@ if (url === undefined) {
       expect(await tables(schema)).toEqual(['events', 'idempotency_keys', 'jobs', 'schema_migrations', 'settings', 'users', 'workload_observations']);
     });
 
+    it('upgrades workload observations written before owners were kept: they stay shared (migration 6)', async () => {
+      const schema = newSchema();
+      const v5 = openIn(schema, base.slice(0, 5));
+      await v5.init();
+      await v5.close();
+      await admin((c) => c.query(`INSERT INTO ${schema}.workload_observations (job_id, attempt, workload, gpu_model, resource, samples_per_second, peak_memory_mib, out_of_memory, time) VALUES (7, 1, 'small', 'A100-SXM4-40GB', '1g.5gb', 900, NULL, TRUE, 1700000000000)`));
+      const now = openIn(schema);
+      await now.init();
+      expect(await now.listObservations()).toEqual([{ workload: 'small', jobId: '7', attempt: 1, gpuModel: 'A100-SXM4-40GB', resource: '1g.5gb', samplesPerSecond: 900, peakMemoryMiB: null, outOfMemory: true, time: 1_700_000_000_000, owner: null, shared: true }]);
+      await now.close();
+    });
+
     it('applies migrations once when several stores start at the same moment', async () => {
       const schema = newSchema();
       const stores = Array.from({ length: 4 }, () => openIn(schema));

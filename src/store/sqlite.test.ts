@@ -68,6 +68,21 @@ describe('SQLite migrations', () => {
     expect(tables(path)).toEqual(['events', 'idempotency_keys', 'jobs', 'schema_migrations', 'settings', 'users', 'workload_observations']);
   });
 
+  it('upgrades workload observations written before owners were kept: they stay shared (migration 6)', async () => {
+    const path = join(dir, 'observations-v5.db');
+    const v5 = openSqliteStore(path, { migrations: base.slice(0, 5) });
+    await v5.init();
+    await v5.close();
+    const db = new Database(path);
+    db.prepare("INSERT INTO workload_observations (job_id, attempt, workload, gpu_model, resource, samples_per_second, peak_memory_mib, out_of_memory, time) VALUES (7, 1, 'small', 'A100-SXM4-40GB', '1g.5gb', 900, NULL, 1, 1700000000000)").run();
+    db.close();
+    const now = openSqliteStore(path);
+    await now.init();
+    expect(await now.listObservations()).toEqual([{ workload: 'small', jobId: '7', attempt: 1, gpuModel: 'A100-SXM4-40GB', resource: '1g.5gb', samplesPerSecond: 900, peakMemoryMiB: null, outOfMemory: true, time: 1_700_000_000_000, owner: null, shared: true }]);
+    await now.close();
+    expect(versions(path)).toEqual(base.map((m) => m.version));
+  });
+
   it('leaves nothing half-applied when a migration fails', async () => {
     const path = join(dir, 'migrate-broken.db');
     const fresh = openSqliteStore(path, { migrations: [...base, broken] });

@@ -88,6 +88,14 @@ export interface WorkloadObservation {
   readonly outOfMemory: boolean;
   /** When it was measured, ms since the epoch. */
   readonly time: number;
+  /** The user whose job measured it (`JobRecord.owner`); null for a job of no user (a pool without users). */
+  readonly owner: string | null;
+  /**
+   * It teaches every user's jobs: its job had no owner, or its owner was an admin when it ran (the
+   * operator, trusted). Otherwise it teaches only its owner's jobs (src/control/learning.ts).
+   * Observations written before owners were kept (schema version 6) are shared.
+   */
+  readonly shared: boolean;
 }
 
 /** Options of `insertJobs`. */
