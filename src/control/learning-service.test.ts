@@ -11,7 +11,7 @@ import { predict } from '../perf/model.js';
 import { resolveWorkload } from '../perf/workloads.js';
 import { SpeedTable } from '../sched/context.js';
 import { parsePolicy } from '../sched/registry.js';
-import type { JobSpec } from '../sched/types.js';
+import type { JobSpec, Policy } from '../sched/types.js';
 import { openSqliteStore } from '../store/sqlite.js';
 import type { JobRecord, Store } from '../store/types.js';
 import { WorkloadLearning } from './learning.js';
@@ -126,4 +126,66 @@ describe('the service learns workloads from its jobs', () => {
     // (The store holds each attempt's last speed; the fit the policy saw moves only past SPEED_CHANGE, 5%.)
     expect(Math.abs(sps(again.workload('small', model), '1g.5gb') / sps(learned, '1g.5gb') - 1)).toBeLessThan(0.08);
   }, 40_000);
+
+  it("a user's fake out-of-memory moves only their own later jobs to bigger slices; an admin's moves everyone's", async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'migpool-learning-owners-'));
+    dirs.push(dir);
+    const machine = SimulatedMachine.create(parseSimulateSpec('1xA100-SXM4-40GB'), 1, '1xA100-SXM4-40GB');
+    const store = await openSqliteStore(join(dir, 'migpool.db'));
+    await store.init();
+    // root is an admin (the operator); alice and bob are not.
+    await store.insertUser({ name: 'root', admin: true }, 'a'.repeat(64), Date.now());
+    await store.insertUser({ name: 'alice' }, 'b'.repeat(64), Date.now());
+    await store.insertUser({ name: 'bob' }, 'c'.repeat(64), Date.now());
+    // The smallest idle slice that fits the job's memory need, as a packing policy would pick.
+    const smallest: Policy = {
+      name: 'smallest',
+      decide(view, ctx) {
+        const g = view.gpus[0]!;
+        if (!g.migEnabled) return g.wholeGpuJobs.length === 0 && view.queue.length > 0 ? [{ kind: 'repartition', gpu: 0, layout: [{ profile: '3g.20gb', start: 4 }, { profile: '2g.10gb', start: 0 }, { profile: '1g.5gb', start: 2 }, { profile: '1g.5gb', start: 3 }] }] : [];
+        const job = view.queue[0];
+        if (!job || g.busyUntil !== null) return [];
+        const idle = g.instances.filter((i) => i.job === null && ctx.fits(job, { kind: 'instance', model: g.model, profile: i.profile.name })).sort((x, y) => x.profile.computeSlices - y.profile.computeSlices);
+        return idle[0] ? [{ kind: 'start-on-instance', job: job.id, gpu: 0, start: idle[0].start }] : [];
+      },
+    };
+    const seenQueued = new Map<string, JobSpec>();
+    const service = new PoolServiceImpl({
+      store,
+      executor: createLocalExecutor({ pollMs: 50, graceSeconds: 1 }),
+      gpu: new SimulatedGpuPort(machine),
+      policy: smallest,
+      dataDir: dir,
+      tickMs: 100,
+      learning: { afterSeconds: 0.5, memoryPollMs: 0, persistMs: 0 },
+      onRound: (round) => {
+        for (const j of round.view.queue) seenQueued.set(j.id, j);
+      },
+    });
+    await service.start();
+    open.push({ service, store });
+    // A job that claims to run out of memory on a 1g.5gb slice, as PyTorch says it (nothing checks the claim).
+    const liar = `if (process.env.MIGPOOL_DEVICE_PROFILE === '1g.5gb') { console.error('torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB (GPU 0; 4.75 GiB total capacity)'); process.exit(1); }`;
+    const run = async (owner: string, command: string): Promise<{ profile: string; memoryGiB: number | null }> => {
+      const j = await service.submit({ name: `${owner}-job`, command: [node, '-e', command], workload: 'small' }, { owner });
+      const done = await until(service, j.id, ['succeeded', 'failed']);
+      expect(done.state).toBe('succeeded');
+      return { profile: done.placement?.kind === 'instance' ? done.placement.profile : 'whole', memoryGiB: seenQueued.get(j.id)!.workload.memoryGiB };
+    };
+    const model = resolveWorkload('small');
+    // bob's job "runs out of memory" on 1g.5gb and is moved up (attempt 2 on a larger slice).
+    expect((await run('bob', liar)).profile).not.toBe('1g.5gb');
+    expect((await store.listObservations('small')).map((o) => [o.owner, o.shared, o.outOfMemory])).toEqual([['bob', false, true]]);
+    // alice's job of the same workload is placed as before bob's job ran: on a 1g.5gb slice, at the model's memory.
+    expect(await run('alice', '0')).toEqual({ profile: '1g.5gb', memoryGiB: model.memoryGiB });
+    // bob's own next job takes what his job taught into account: more than a 1g.5gb slice holds.
+    const bobNext = await run('bob', '0');
+    expect(bobNext.profile).toBe('2g.10gb');
+    expect(bobNext.memoryGiB).toBeGreaterThan(4.75);
+    // An admin's job that runs out of memory there teaches everyone: alice's next job needs a larger slice too.
+    expect((await run('root', liar)).profile).not.toBe('1g.5gb');
+    const aliceNext = await run('alice', '0');
+    expect(aliceNext.profile).toBe('2g.10gb');
+    expect(aliceNext.memoryGiB).toBeGreaterThan(4.75);
+  }, 60_000);
 });
