@@ -368,11 +368,17 @@ export interface LearnedPoint {
   readonly learnedSamplesPerSecond: number | null;
   readonly peakMemoryMiB: number | null;
   readonly outOfMemory: boolean;
+  /** The user whose job measured it, or null. */
+  readonly owner: string | null;
+  /** It teaches every user's jobs (an admin's, or a job of no user), not only its owner's. */
+  readonly shared: boolean;
 }
 
 /** A learned workload as `migpool workloads --fit` shows it. */
 export interface LearnedFit {
   readonly name: string;
+  /** Whose jobs are placed by this fit: null for every user's (the shared observations alone), or one user's (shared and their own). */
+  readonly user: string | null;
   readonly workload: Workload;
   readonly points: readonly LearnedPoint[];
   /** Mean |predicted - measured| / measured over the points with a speed: of the model before learning, and of the learned fit. */
@@ -380,8 +386,12 @@ export interface LearnedFit {
   readonly memoryGiB: { readonly model: number | null; readonly learned: number | null };
 }
 
-/** How the learned workload fits its own observations, against the model it started from (pure). */
-export function learnedFit(name: string, base: Workload, observations: readonly WorkloadObservation[]): LearnedFit {
+/**
+ * How the learned workload fits its own observations, against the model it started from (pure):
+ * the fit `user`'s jobs are placed by (null: every user's), from the observations it learns from
+ * (see {@link observationsFor}).
+ */
+export function learnedFit(name: string, base: Workload, observations: readonly WorkloadObservation[], user: string | null = null): LearnedFit {
   const workload = learnedWorkload(base, observations);
   const speed = (w: Workload, o: WorkloadObservation): number | null => {
     try {
@@ -404,12 +414,15 @@ export function learnedFit(name: string, base: Workload, observations: readonly 
       learnedSamplesPerSecond: measured ? speed(workload, o) : null,
       peakMemoryMiB: o.peakMemoryMiB,
       outOfMemory: o.outOfMemory,
+      owner: o.owner,
+      shared: o.shared,
     };
   });
   const judged = points.filter((p) => p.samplesPerSecond !== null && p.modelSamplesPerSecond !== null && p.learnedSamplesPerSecond !== null);
   const mean = (f: (p: LearnedPoint) => number) => judged.reduce((s, p) => s + Math.abs(f(p) - p.samplesPerSecond!) / p.samplesPerSecond!, 0) / judged.length;
   return {
     name,
+    user,
     workload,
     points,
     error: judged.length === 0 ? null : { model: mean((p) => p.modelSamplesPerSecond!), learned: mean((p) => p.learnedSamplesPerSecond!) },

@@ -1,6 +1,6 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { learnedFit, type LearnedFit } from '../../control/learning.js';
+import { learnedFit, observationsFor, type LearnedFit } from '../../control/learning.js';
 import { badInput } from '../../errors.js';
 import type { Workload } from '../../perf/types.js';
 import { resolveWorkload } from '../../perf/workloads.js';
@@ -22,7 +22,9 @@ export interface UnresolvedLearned {
 
 /**
  * The workloads a service learned from its jobs (store observations), each refitted and judged on
- * its own points. Refuses a data dir with no service database in it (nothing is created).
+ * its own points: per workload the shared fit (every user's jobs are placed by it: the
+ * observations of admins' jobs and of jobs of no user), then one fit per user whose own jobs
+ * taught it more (the shared observations and theirs, what their jobs are placed by). Refuses a data dir with no service database in it (nothing is created).
  */
 export async function readLearned(source: LearnedSource, extra: readonly Workload[]): Promise<{ learned: LearnedFit[]; unresolved: UnresolvedLearned[] }> {
   if (source.database === undefined && source.dataDir !== undefined && !existsSync(join(source.dataDir, 'migpool.db'))) {
@@ -47,10 +49,15 @@ export async function readLearned(source: LearnedSource, extra: readonly Workloa
       unresolved.push({ name, observations: obs.length });
       continue;
     }
-    learned.push(learnedFit(name, base, obs));
+    learned.push(learnedFit(name, base, observationsFor(obs, null)));
+    const users = [...new Set(obs.filter((o) => !o.shared && o.owner !== null).map((o) => o.owner!))].sort((a, b) => a.localeCompare(b));
+    for (const user of users) learned.push(learnedFit(name, base, observationsFor(obs, user), user));
   }
   return { learned, unresolved };
 }
+
+/** Whose jobs a fit places: everyone's (shared), or one user's (the shared points and theirs). */
+const forWhom = (l: LearnedFit) => (l.user === null ? 'everyone (shared)' : `${l.user} (shared + own)`);
 
 const pct = (v: number) => `${(v * 100).toFixed(1)}%`;
 const num = (v: number | null, digits = 1) => (v === null ? '-' : v.toFixed(digits));
@@ -61,9 +68,10 @@ export function renderLearned(learned: readonly LearnedFit[], unresolved: readon
   const parts = [
     'learned workloads (from the jobs the service ran)',
     renderTable(
-      ['WORKLOAD', 'POINTS', 'ERR MODEL -> LEARNED', 'MEMORY GiB MODEL -> LEARNED', 'SOURCE'],
+      ['WORKLOAD', 'FOR', 'POINTS', 'ERR MODEL -> LEARNED', 'MEMORY GiB MODEL -> LEARNED', 'SOURCE'],
       learned.map((l) => [
         l.name,
+        forWhom(l),
         String(l.points.length),
         l.error ? `${pct(l.error.model)} -> ${pct(l.error.learned)}` : '-',
         `${l.memoryGiB.model === null ? 'unknown' : l.memoryGiB.model.toFixed(2)} -> ${l.memoryGiB.learned === null ? 'unknown' : l.memoryGiB.learned.toFixed(2)}`,
@@ -72,12 +80,15 @@ export function renderLearned(learned: readonly LearnedFit[], unresolved: readon
     ),
   ];
   for (const l of learned) {
+    // A user's fit lists only their own points (the shared ones are listed under the shared fit).
+    const points = l.user === null ? l.points : l.points.filter((p) => !p.shared);
+    if (l.user === null && points.length === 0) continue;
     parts.push(
       '',
-      `${l.name}: measured points`,
+      l.user === null ? `${l.name}: measured points (shared: by admins' jobs and jobs of no user)` : `${l.name}: ${l.user}'s own points (they move only ${l.user}'s jobs)`,
       renderTable(
-        ['JOB', 'GPU', 'RESOURCE', 'SAMPLES/S', 'MODEL', 'LEARNED', 'PEAK MiB', 'OOM'],
-        l.points.map((p) => [`${p.jobId}/${p.attempt}`, p.gpuModel, p.resource, num(p.samplesPerSecond), num(p.modelSamplesPerSecond), num(p.learnedSamplesPerSecond), num(p.peakMemoryMiB, 0), p.outOfMemory ? 'yes' : '']),
+        ['JOB', 'OWNER', 'GPU', 'RESOURCE', 'SAMPLES/S', 'MODEL', 'LEARNED', 'PEAK MiB', 'OOM'],
+        points.map((p) => [`${p.jobId}/${p.attempt}`, p.owner ?? '-', p.gpuModel, p.resource, num(p.samplesPerSecond), num(p.modelSamplesPerSecond), num(p.learnedSamplesPerSecond), num(p.peakMemoryMiB, 0), p.outOfMemory ? 'yes' : '']),
       ),
     );
   }
