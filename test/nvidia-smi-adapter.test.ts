@@ -251,6 +251,19 @@ describe('nvidia-smi adapter when one GPU stops answering or warns', () => {
     await expect(new NvidiaSmiPort({ executable: exe }).resetGpu(0)).resolves.toBeUndefined();
   });
 
+  it('reads a reset followed by the persistence-mode warning as done', async () => {
+    // The nvidia-smi man page (Known Issues): "resetting GPUs may print 'Warning: persistence mode
+    // is disabled on device' if nvidia-persistenced is not running"; the line's full form as the
+    // GH200 capture prints it after -mig 1 (fixture gh200-96gb_mig-enable-persistence-warning).
+    const exe = stub({
+      '-i 0 -r': {
+        stdout:
+          'GPU 00000000:00:04.0 was successfully reset.\n\nWarning: persistence mode is disabled on device 00000000:00:04.0. See the Known Issues section of the nvidia-smi(1) man page for more information. Run with [--help | -h] switch to get more information on how to enable persistence mode.\nAll done.\n',
+      },
+    });
+    await expect(new NvidiaSmiPort({ executable: exe }).resetGpu(0)).resolves.toBeUndefined();
+  });
+
   it('still fails a listing whose stderr says more than notices', async () => {
     const exe = stub({ [QUERY]: { stdout: ROWS, stderr: `${LOST}Failed to initialize NVML: Driver/library version mismatch\n`, code: 255 } });
     expect((await kindOf(new NvidiaSmiPort({ executable: exe }).listGpus())).kind).toBe('gpu-lost');
