@@ -23,6 +23,8 @@ class TroubledPort implements GpuPort {
   readonly lost = new Set<number>();
   /** While set, every read hangs until nvidia-smi's timeout, then fails as the adapter does. */
   hangMs: number | null = null;
+  /** While set, listing the GPUs fails with this (nvidia-smi answers, with an error). */
+  listFails: GpuError | null = null;
   reads = 0;
 
   constructor(readonly sim: SimulatedGpuPort) {}
@@ -36,6 +38,7 @@ class TroubledPort implements GpuPort {
 
   async listGpus(): Promise<GpuInfo[]> {
     await this.gate('list GPUs');
+    if (this.listFails) throw this.listFails;
     const all = await this.sim.listGpus();
     if (this.lost.size === 0) return all;
     const lost = all.filter((g) => this.lost.has(g.index)).map((g) => ({ index: g.index, busId: g.busId.replace(/^0000/, ''), reason: 'Unknown Error' }));
@@ -185,6 +188,20 @@ describe('the service when the GPUs misbehave', () => {
     port.lost.delete(0);
     await until('GPU 0 to be taken', async () => (await service.gpus()).length === 2);
     expect(lines.some((l) => /^GPU 0 \(NVIDIA A100-SXM4-40GB, GPU-[0-9a-f-]+\) is listed by nvidia-smi: the service uses it from now on$/.test(l))).toBe(true);
+  });
+
+  it('starts nothing while nvidia-smi lists no GPU at all ("No devices were found"), and recovers', { timeout: 30_000 }, async () => {
+    const { port, service, lines } = await serviceOn('1xA100-SXM4-40GB', 'exclusive');
+    // What the adapter throws for nvidia-smi's "No devices were found" (exit 6).
+    port.listFails = new GpuError('not-found', 'list GPUs', null, 'No devices were found (nvidia-smi --query-gpu=index,uuid --format=csv,noheader,nounits)');
+    await new Promise((r) => setTimeout(r, 500));
+    const job = await service.submit({ name: 'waits', command: ['sleep', '20'], resources: { gpus: 1 } });
+    await new Promise((r) => setTimeout(r, 500));
+    expect((await service.getJob(job.id))?.state).toBe('queued');
+    await until('the reason', async () => /GPU 0 \(GPU-[0-9a-f-]+\) is not listed: No devices were found .*: no job starts there until it answers/.test((await service.getJob(job.id))?.pending ?? ''));
+    port.listFails = null;
+    await until('the job to start', async () => (await service.getJob(job.id))?.state === 'running');
+    expect(lines.filter((l) => l.includes('is not listed: No devices were found'))).toHaveLength(1);
   });
 
   it('keeps serving while nvidia-smi hangs: ends are recorded, jobs start, cancels answer at once, the queue says why, and it recovers', { timeout: 30_000 }, async () => {

@@ -267,7 +267,7 @@ export class PoolServiceImpl implements PoolService {
   private checkingGpus: Promise<void> | null = null;
   private gpusCheckedAt = -Infinity;
   /** The last background read's answer, taken at the start of the next pass (under the lock). */
-  private gpuRead: { entries: GpuEntry[]; lost: readonly UnreachableGpu[]; changes: ReadonlyMap<number, number> } | null = null;
+  private gpuRead: { entries: GpuEntry[]; lost: readonly UnreachableGpu[]; changes: ReadonlyMap<number, number>; gone?: string } | null = null;
   /** Per GPU index: how many times the service re-read it after changing it; a background read begun before a change is stale for that GPU. */
   private readonly gpuChanges = new Map<number, number>();
   /** Why the last background read of the GPUs failed (said once), or null when it worked. */
@@ -1305,6 +1305,12 @@ export class PoolServiceImpl implements PoolService {
         },
         (e: unknown) => {
           const why = firstLine(e);
+          // nvidia-smi answers, and has no GPU to list ("No devices were found") or no driver to ask:
+          // every GPU is out of use, not merely unread (jobs started there would fail at once).
+          if (e instanceof GpuError && (e.kind === 'driver-not-loaded' || (e.kind === 'not-found' && e.operation === 'list GPUs'))) {
+            this.gpuRead = { entries: [], lost: [], changes, gone: e.reason };
+            this.schedule();
+          }
           // Once per kind of failure: the command that fails first (of the reads run at once) varies.
           const kind = e instanceof GpuError ? e.kind : why;
           if (kind !== this.gpuReadFailureKind) this.o.log?.(`reading the GPUs failed (${why}); going on with what was last read, and trying again every ${Math.round(this.o.gpuCheckMs / 1000)} s`);
@@ -1347,7 +1353,12 @@ export class PoolServiceImpl implements PoolService {
       }
       if (now === undefined) {
         const named = r.lost.filter((l) => l.index === g.index || (l.busId !== null && sameBus(l.busId, g.busId)));
-        const why = named.length > 0 ? `${lostText(named)} (${lostAdvice(named)})` : `GPU ${g.index} (${g.uuid}) is no longer listed by nvidia-smi (check nvidia-smi -L and dmesg)`;
+        const why =
+          named.length > 0
+            ? `${lostText(named)} (${lostAdvice(named)})`
+            : r.gone !== undefined
+              ? `GPU ${g.index} (${g.uuid}) is not listed: ${r.gone}`
+              : `GPU ${g.index} (${g.uuid}) is no longer listed by nvidia-smi (check nvidia-smi -L and dmesg)`;
         if (this.lostGpus.get(g.index) !== why) {
           const jobs = this.jobsOn(g.index);
           const left = jobs.length === 1 ? `; job ${jobs[0]} ran there and is left to end (cancel it if it hangs)` : jobs.length > 1 ? `; jobs ${jobs.join(', ')} ran there and are left to end (cancel them if they hang)` : '';
