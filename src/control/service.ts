@@ -7,7 +7,7 @@ import { readProcStat } from '../exec/proc.js';
 import { readLogChunk } from '../exec/log-file.js';
 import { ProgressReader } from '../exec/progress-reader.js';
 import { explainPending } from '../sched/pending.js';
-import { GpuError, type GpuPort, type GpuProcess, type UnreachableGpu } from '../gpu/port.js';
+import { GpuError, type ComputeInstanceInfo, type GpuInstanceInfo, type GpuPort, type GpuProcess, type UnreachableGpu } from '../gpu/port.js';
 import type { GpuModel } from '../mig/types.js';
 import type { CurrentGpu } from '../partition/state.js';
 import type { Workload } from '../perf/types.js';
@@ -1251,15 +1251,18 @@ export class PoolServiceImpl implements PoolService {
   /** Reads the GPUs: all of them (those that answer; the lost ones named beside), or only GPU `only` (by index). */
   private async readGpus(only?: number): Promise<{ entries: GpuEntry[]; lost: readonly UnreachableGpu[] }> {
     let lost: readonly UnreachableGpu[] = [];
-    const [found, cis, gis] = await Promise.all([
-      readCurrentState(this.o.gpu, only, {
-        onLost: (e) => {
-          lost = e.lost;
-        },
-      }),
-      this.o.gpu.listComputeInstances(only),
-      this.o.gpu.listGpuInstances(only),
-    ]);
+    let gis: readonly GpuInstanceInfo[] = [];
+    let cis: readonly ComputeInstanceInfo[] = [];
+    const found = await readCurrentState(this.o.gpu, only, {
+      onLost: (e) => {
+        lost = e.lost;
+      },
+      // The listings the state was read from: their MIG device UUIDs and GI IDs (not listed twice).
+      onInstances: (g, c) => {
+        gis = g;
+        cis = c;
+      },
+    });
     const entries = found.flatMap((f): GpuEntry[] => {
       const model = modelOfGpu(f.info);
       if (!f.current || !model) return [];
