@@ -1,6 +1,6 @@
 import { chmodSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { NvidiaSmiPort } from '../src/gpu/nvidia-smi/driver.js';
 import { GpuError, GpuLostError } from '../src/gpu/port.js';
@@ -158,6 +158,22 @@ describe('nvidia-smi adapter over captured outputs', () => {
     const e = await kindOf(new NvidiaSmiPort({ executable: exe, timeoutMs: 300 }).listGpus());
     expect(e.kind).toBe('timeout');
     expect(Date.now() - t0).toBeLessThan(3000);
+  });
+
+  it('starts no new nvidia-smi while one killed at its timeout has not ended (stuck in the driver), and starts them again once it has', { timeout: 20_000 }, async () => {
+    // SIGCONT in place of SIGKILL plays a process no signal ends (one in uninterruptible sleep).
+    const exe = stub({ [QUERY]: { stdout: '', sleepMs: 4000 } });
+    const port = new NvidiaSmiPort({ executable: exe, timeoutMs: 1500, killSignal: 'SIGCONT' });
+    expect((await kindOf(port.listGpus())).message).toMatch(/did not answer within 1500 ms \(stopped with SIGCONT\)/);
+    const t0 = Date.now();
+    const e = await kindOf(port.listGpus());
+    expect(Date.now() - t0).toBeLessThan(250);
+    expect(e.kind).toBe('timeout');
+    expect(e.message).toMatch(/^list GPUs: an earlier \S+ \(pid \d+\) has not ended since it was killed at its timeout \(stuck in the driver\?\): none is started until it ends; check dmesg for Xid errors/);
+    // It ends (its sleep is over) and nvidia-smi answers again.
+    writeFileSync(join(dirname(exe), 'replies.json'), JSON.stringify({ [QUERY]: { stdout: '0, GPU-1, NVIDIA A100-SXM4-40GB, 0x20B010DE, 00000000:00:04.0, 40960, Disabled, Disabled\n' } }));
+    await new Promise((r) => setTimeout(r, 3500));
+    expect((await port.listGpus()).map((g) => g.index)).toEqual([0]);
   });
 
   it('says so when nvidia-smi is killed before it finishes (partial output is not read)', async () => {
