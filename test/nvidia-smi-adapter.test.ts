@@ -126,6 +126,15 @@ describe('nvidia-smi adapter over captured outputs', () => {
     expect(await kindOf(port.listGpus())).toMatchObject({ kind: 'driver-not-loaded' });
   });
 
+  it('says what to do when nvidia-smi refuses a user without the MIG capabilities', async () => {
+    const exe = stub({ 'mig -lgi': { stdout: fixture('a100-pcie-40gb_lgi-3-2-1-1_yokatayama-e-learning.txt') }, 'mig -lci': { stdout: fixture('unknown_lci-insufficient-permissions_hami-1044.txt'), code: 4 } });
+    const e = await kindOf(new NvidiaSmiPort({ executable: exe }).listComputeInstances());
+    expect(e.kind).toBe('no-permission');
+    expect(e.message).toBe(
+      'list compute instances: Failed to display compute instances: Insufficient Permissions (nvidia-smi mig -lci): run migpool as root, or grant its user the MIG capabilities (MIG User Guide, Device Nodes and Capabilities)',
+    );
+  });
+
   it('turns unparseable output into one typed line that quotes it', async () => {
     const exe = stub({ 'mig -i 0 -lgi': { stdout: '| GPU instances: |\n|  0  garbage row here |\n' } });
     const e = await kindOf(new NvidiaSmiPort({ executable: exe }).listGpuInstances(0));

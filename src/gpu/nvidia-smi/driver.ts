@@ -151,7 +151,10 @@ export class NvidiaSmiPort implements GpuPort {
     if (lost.length > 0) return new GpuError('gpu-lost', operation, gpu, `${describeLost(lost)} (nvidia-smi ${args.join(' ')})`);
     const { kind, line } = classifyError(text);
     const why = line || `exit status ${result.code} and no message`;
-    return new GpuError(kind, operation, gpu, `${why} (nvidia-smi ${args.join(' ')})`);
+    // MIG User Guide, Device Nodes and Capabilities: MIG actions need the driver's MIG capabilities,
+    // which root (or CAP_SYS_ADMIN) holds implicitly; a user without them is refused.
+    const advice = kind === 'no-permission' ? ': run migpool as root, or grant its user the MIG capabilities (MIG User Guide, Device Nodes and Capabilities)' : '';
+    return new GpuError(kind, operation, gpu, `${why} (nvidia-smi ${args.join(' ')})${advice}`);
   }
 
   /**
