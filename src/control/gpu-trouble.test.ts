@@ -170,6 +170,8 @@ describe('the service when the GPUs misbehave', () => {
     expect((await service.getJob(waiting.id))?.state).toBe('queued');
     expect(lines.some((l) => l.startsWith('GPU 1 (') && l.includes('does not answer nvidia-smi (Unknown Error)') && l.includes(`job ${onGpu1.id} ran there and is left to end`))).toBe(true);
     await until('the reason', async () => /does not answer nvidia-smi \(Unknown Error\).*no job starts there until it answers/.test((await service.getJob(waiting.id))?.pending ?? ''));
+    // Not said to be "re-partitioning GPU 1" (the lost GPU is held in the view as one being re-partitioned).
+    expect((await service.getJob(waiting.id))?.pending).not.toMatch(/re-partitioning/);
     // GET /v1/gpus (and the dashboard's card) say it too.
     expect((await service.gpus()).map((g) => g.unreachable)).toEqual([null, expect.stringMatching(/^GPU 1 \(.*\) does not answer nvidia-smi \(Unknown Error\)/)]);
     // It comes back (reset): the next read frees it and the job starts there.
@@ -199,6 +201,7 @@ describe('the service when the GPUs misbehave', () => {
     await new Promise((r) => setTimeout(r, 500));
     expect((await service.getJob(job.id))?.state).toBe('queued');
     await until('the reason', async () => /GPU 0 \(GPU-[0-9a-f-]+\) is not listed: No devices were found .*: no job starts there until it answers/.test((await service.getJob(job.id))?.pending ?? ''));
+    expect((await service.getJob(job.id))?.pending).toMatch(/^GPU 0 \(GPU-[0-9a-f-]+\) is not listed: No devices were found/);
     port.listFails = null;
     await until('the job to start', async () => (await service.getJob(job.id))?.state === 'running');
     expect(lines.filter((l) => l.includes('is not listed: No devices were found'))).toHaveLength(1);

@@ -1646,7 +1646,11 @@ export class PoolServiceImpl implements PoolService {
       ...[...this.lostGpus.values()].map((why) => `${why}: no job starts there until it answers`),
       ...(this.gpuReadFailure !== null ? [`the GPUs cannot be read (${this.gpuReadFailure}): jobs are placed on what was last read`] : []),
     ].join('; ');
-    if (gpuTrouble !== '') for (const [id, why] of reasons) reasons.set(id, `${why}; ${gpuTrouble}`);
+    // A lost GPU is unavailable in the view as a GPU being re-partitioned is (busyUntil): the
+    // generic reason that names only lost GPUs as "re-partitioning" is replaced by what is wrong.
+    const lostIds = view.gpus.filter((g) => this.lostGpus.has(this.gpusFound[g.id]?.index ?? -1)).map((g) => g.id);
+    const onlyLost = lostIds.length > 0 && view.gpus.filter((g) => g.busyUntil !== null && g.busyUntil > view.now).length === lostIds.length ? `re-partitioning GPU ${lostIds.join(', ')}` : null;
+    if (gpuTrouble !== '') for (const [id, why] of reasons) reasons.set(id, why === onlyLost ? gpuTrouble : `${why}; ${gpuTrouble}`);
     for (const [id, why] of this.gate.held) reasons.set(id, why);
     this.pending = reasons;
   }
