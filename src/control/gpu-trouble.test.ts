@@ -207,6 +207,41 @@ describe('the service when the GPUs misbehave', () => {
     expect(lines.filter((l) => l.includes('is not listed: No devices were found'))).toHaveLength(1);
   });
 
+  it('restarted while a GPU is lost under a running job: keeps the job, schedules on the other GPU, and no policy trips on the missing GPU', { timeout: 30_000 }, async () => {
+    for (const policy of ['exclusive', 'migpool']) {
+      const dir = mkdtempSync(join(tmpdir(), 'migpool-gpu-trouble-restart-'));
+      const machine = SimulatedMachine.create(parseSimulateSpec('2xA100-SXM4-40GB'), 1, '2xA100-SXM4-40GB');
+      const port = new TroubledPort(new SimulatedGpuPort(machine));
+      const store = await openSqliteStore(join(dir, 'migpool.db'));
+      await store.init();
+      const lines: string[] = [];
+      const make = () =>
+        new PoolServiceImpl({ store, executor: createLocalExecutor({ pollMs: 50, graceSeconds: 1 }), gpu: port, policy: parsePolicy(policy), dataDir: dir, tickMs: 50, gpuCheckMs: 100, log: (l) => lines.push(l) });
+      const first = make();
+      await first.start();
+      const a = await first.submit({ name: 'a', command: ['sleep', '30'], resources: { gpus: 1 } });
+      await until('a running', async () => (await first.getJob(a.id))?.state === 'running');
+      const placed = (await first.getJob(a.id))?.placement;
+      const gpu = placed?.kind === 'gpus' ? (placed.gpus[0] ?? 0) : 0;
+      await first.stop();
+      port.lost.add(gpu);
+      const second = make();
+      cleanup.push(async () => {
+        for (const r of await store.listJobs({ states: ['running', 'starting', 'queued'] })) await second.cancel(r.id);
+        await until('the jobs to end', async () => (await store.listJobs({ states: ['running', 'starting', 'queued'] })).length === 0);
+        await second.stop();
+        await store.close();
+        rmSync(dir, { recursive: true, force: true });
+      });
+      await second.start();
+      expect((await second.getJob(a.id))?.state).toBe('running');
+      const b = await second.submit({ name: 'b', command: ['sleep', '30'], resources: { gpus: 1 } });
+      await until(`b running (${policy})`, async () => (await second.getJob(b.id))?.state === 'running');
+      expect((await second.getJob(b.id))?.placement).toMatchObject({ kind: 'gpus', gpus: [1 - gpu] });
+      expect(lines.filter((l) => /policy .* failed|internal|invalid decision/.test(l))).toEqual([]);
+    }
+  });
+
   it('keeps serving while nvidia-smi hangs: ends are recorded, jobs start, cancels answer at once, the queue says why, and it recovers', { timeout: 30_000 }, async () => {
     const { port, service, lines } = await serviceOn('1xA100-SXM4-40GB', 'exclusive', { gpuCheckMs: 100 });
     const short = await service.submit({ name: 'short', command: ['sleep', '2'], resources: { gpus: 1 } });
