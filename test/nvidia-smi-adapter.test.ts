@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process';
 import { chmodSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -174,6 +175,8 @@ describe('nvidia-smi adapter over captured outputs', () => {
     const exe = stub({ [QUERY]: { stdout: '', sleepMs: 4000 } });
     const port = new NvidiaSmiPort({ executable: exe, timeoutMs: 1500, killSignal: 'SIGCONT' });
     expect((await kindOf(port.listGpus())).message).toMatch(/did not answer within 1500 ms \(stopped with SIGCONT\)/);
+    // A killed process normally ends within milliseconds: it counts as stuck after a second.
+    await new Promise((r) => setTimeout(r, 1100));
     const t0 = Date.now();
     const e = await kindOf(port.listGpus());
     expect(Date.now() - t0).toBeLessThan(250);
@@ -181,8 +184,19 @@ describe('nvidia-smi adapter over captured outputs', () => {
     expect(e.message).toMatch(/^list GPUs: an earlier \S+ \(pid \d+\) has not ended since it was killed at its timeout \(stuck in the driver\?\): none is started until it ends; check dmesg for Xid errors/);
     // It ends (its sleep is over) and nvidia-smi answers again.
     writeFileSync(join(dirname(exe), 'replies.json'), JSON.stringify({ [QUERY]: { stdout: '0, GPU-1, NVIDIA A100-SXM4-40GB, 0x20B010DE, 00000000:00:04.0, 40960, Disabled, Disabled\n' } }));
-    await new Promise((r) => setTimeout(r, 3500));
+    await new Promise((r) => setTimeout(r, 2500));
     expect((await port.listGpus()).map((g) => g.index)).toEqual([0]);
+  });
+
+  it('lets its process exit once it gave up on a stuck nvidia-smi (a serve asked to stop does not wait for it)', { timeout: 20_000 }, async () => {
+    const exe = stub({ [QUERY]: { stdout: '', sleepMs: 8000 } });
+    const driver = new URL('../dist/src/gpu/nvidia-smi/driver.js', import.meta.url).href;
+    const script = `const { NvidiaSmiPort } = await import(${JSON.stringify(driver)}); await new NvidiaSmiPort({ executable: ${JSON.stringify(exe)}, timeoutMs: 500, killSignal: 'SIGCONT' }).listGpus().catch((e) => console.log(e.kind));`;
+    const t0 = Date.now();
+    const r = spawnSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8', timeout: 15_000 });
+    expect(r.stdout.trim()).toBe('timeout');
+    // Before, it lived until the stuck child ended (8 s here; never, for one stuck in the driver).
+    expect(Date.now() - t0).toBeLessThan(5000);
   });
 
   it('says so when nvidia-smi is killed before it finishes (partial output is not read)', async () => {

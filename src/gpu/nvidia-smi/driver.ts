@@ -44,6 +44,13 @@ const NO_MIG_DEVICES = /No MIG-enabled devices found/i;
  */
 const EMPTY_LISTING = /No MIG-enabled devices found|No (GPU|compute) instances found/i;
 
+/**
+ * A command killed at its timeout that is still there this long after is taken as stuck (a
+ * SIGKILLed process ends as soon as the kernel lets it: within milliseconds unless it waits in
+ * the driver); until then new commands still start.
+ */
+const STUCK_AFTER_MS = 1000;
+
 function modeOf(text: string): MigModeState | null {
   if (/^enabled$/i.test(text)) return 'enabled';
   if (/^disabled$/i.test(text)) return 'disabled';
@@ -65,7 +72,7 @@ export class NvidiaSmiPort implements GpuPort {
    * SIGKILL waits): while one is, no new command is started, or a hung driver would collect one
    * unkillable nvidia-smi per read, every few seconds, for as long as it hangs.
    */
-  private readonly stuck = new Set<ChildProcess>();
+  private readonly stuck = new Map<ChildProcess, number>();
 
   constructor(options: NvidiaSmiOptions = {}) {
     this.executable = options.executable ?? 'nvidia-smi';
@@ -76,7 +83,7 @@ export class NvidiaSmiPort implements GpuPort {
 
   private run(args: readonly string[], operation: string, gpu: number | null): Promise<RunResult> {
     // The same words while it lasts (no running count): callers say a failure once per cause.
-    const [earlier] = this.stuck;
+    const earlier = [...this.stuck].find(([, killedAt]) => Date.now() - killedAt >= STUCK_AFTER_MS)?.[0];
     if (earlier !== undefined) {
       return Promise.reject(
         new GpuError(
@@ -125,11 +132,16 @@ export class NvidiaSmiPort implements GpuPort {
       // and its late exit 0 with nothing printed read as "no GPUs". At the deadline it is sent
       // SIGKILL and the caller has its answer at once, whether or not the child is gone yet.
       const deadline = setTimeout(() => {
-        if (child.exitCode === null && child.signalCode === null) {
-          this.stuck.add(child);
-          child.once('exit', () => this.stuck.delete(child));
-        }
         child.kill(this.killSignal);
+        if (child.exitCode === null && child.signalCode === null) {
+          this.stuck.set(child, Date.now());
+          child.once('exit', () => this.stuck.delete(child));
+          // Given up on: it no longer keeps this process alive (a `migpool serve` asked to stop, a
+          // command that has answered), even if it never ends.
+          child.unref();
+          child.stdout?.destroy();
+          child.stderr?.destroy();
+        }
         settle(() =>
           reject(
             new GpuError(
