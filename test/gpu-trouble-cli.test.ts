@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -45,7 +45,7 @@ describe('device commands when a GPU fell off the bus', () => {
   });
 
   it('apply refuses in one line naming the GPU and the fix, and changes nothing (exit 3)', { timeout: 60_000 }, async () => {
-    const { env, bus } = await machineWithFakeSmi((m) => m.setLost(1, true));
+    const { dir, env, bus } = await machineWithFakeSmi((m) => m.setLost(1, true));
     const r = await runMigpool(['apply', '-f', DEFAULTS, '-c', 'all-1g.5gb'], env);
     expect(r.code).toBe(3);
     expect(r.err.trim().split('\n')).toHaveLength(1);
@@ -53,6 +53,12 @@ describe('device commands when a GPU fell off the bus', () => {
     expect(r.err).toContain(`nvidia-smi -r -i ${bus}`);
     const after = await runMigpool(['status', '--json'], env);
     expect((JSON.parse(after.out) as { gpus: { migMode: { current: string } }[] }).gpus[0]?.migMode.current).toBe('disabled');
+    // A checkpoint without the lost GPU would restore a machine without it: refused the same way.
+    const file = join(dir, 'checkpoint.json');
+    const c = await runMigpool(['checkpoint', '-f', file], env);
+    expect(c.code).toBe(3);
+    expect(c.err).toContain(`nvidia-smi cannot reach GPU 1 (${bus}): Unknown Error`);
+    expect(existsSync(file)).toBe(false);
   });
 
   it('a corrupted infoROM (exit 14) does not stop status or apply', { timeout: 60_000 }, async () => {

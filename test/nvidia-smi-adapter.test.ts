@@ -1,6 +1,7 @@
+import { spawnSync } from 'node:child_process';
 import { chmodSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { NvidiaSmiPort } from '../src/gpu/nvidia-smi/driver.js';
 import { GpuError, GpuLostError } from '../src/gpu/port.js';
@@ -126,6 +127,15 @@ describe('nvidia-smi adapter over captured outputs', () => {
     expect(await kindOf(port.listGpus())).toMatchObject({ kind: 'driver-not-loaded' });
   });
 
+  it('says what to do when nvidia-smi refuses a user without the MIG capabilities', async () => {
+    const exe = stub({ 'mig -lgi': { stdout: fixture('a100-pcie-40gb_lgi-3-2-1-1_yokatayama-e-learning.txt') }, 'mig -lci': { stdout: fixture('unknown_lci-insufficient-permissions_hami-1044.txt'), code: 4 } });
+    const e = await kindOf(new NvidiaSmiPort({ executable: exe }).listComputeInstances());
+    expect(e.kind).toBe('no-permission');
+    expect(e.message).toBe(
+      'list compute instances: Failed to display compute instances: Insufficient Permissions (nvidia-smi mig -lci): run migpool as root, or grant its user the MIG capabilities (MIG User Guide, Device Nodes and Capabilities)',
+    );
+  });
+
   it('turns unparseable output into one typed line that quotes it', async () => {
     const exe = stub({ 'mig -i 0 -lgi': { stdout: '| GPU instances: |\n|  0  garbage row here |\n' } });
     const e = await kindOf(new NvidiaSmiPort({ executable: exe }).listGpuInstances(0));
@@ -158,6 +168,35 @@ describe('nvidia-smi adapter over captured outputs', () => {
     const e = await kindOf(new NvidiaSmiPort({ executable: exe, timeoutMs: 300 }).listGpus());
     expect(e.kind).toBe('timeout');
     expect(Date.now() - t0).toBeLessThan(3000);
+  });
+
+  it('starts no new nvidia-smi while one killed at its timeout has not ended (stuck in the driver), and starts them again once it has', { timeout: 20_000 }, async () => {
+    // SIGCONT in place of SIGKILL plays a process no signal ends (one in uninterruptible sleep).
+    const exe = stub({ [QUERY]: { stdout: '', sleepMs: 4000 } });
+    const port = new NvidiaSmiPort({ executable: exe, timeoutMs: 1500, killSignal: 'SIGCONT' });
+    expect((await kindOf(port.listGpus())).message).toMatch(/did not answer within 1500 ms \(stopped with SIGCONT\)/);
+    // A killed process normally ends within milliseconds: it counts as stuck after a second.
+    await new Promise((r) => setTimeout(r, 1100));
+    const t0 = Date.now();
+    const e = await kindOf(port.listGpus());
+    expect(Date.now() - t0).toBeLessThan(250);
+    expect(e.kind).toBe('timeout');
+    expect(e.message).toMatch(/^list GPUs: an earlier \S+ \(pid \d+\) has not ended since it was killed at its timeout \(stuck in the driver\?\): none is started until it ends; check dmesg for Xid errors/);
+    // It ends (its sleep is over) and nvidia-smi answers again.
+    writeFileSync(join(dirname(exe), 'replies.json'), JSON.stringify({ [QUERY]: { stdout: '0, GPU-1, NVIDIA A100-SXM4-40GB, 0x20B010DE, 00000000:00:04.0, 40960, Disabled, Disabled\n' } }));
+    await new Promise((r) => setTimeout(r, 2500));
+    expect((await port.listGpus()).map((g) => g.index)).toEqual([0]);
+  });
+
+  it('lets its process exit once it gave up on a stuck nvidia-smi (a serve asked to stop does not wait for it)', { timeout: 20_000 }, async () => {
+    const exe = stub({ [QUERY]: { stdout: '', sleepMs: 8000 } });
+    const driver = new URL('../dist/src/gpu/nvidia-smi/driver.js', import.meta.url).href;
+    const script = `const { NvidiaSmiPort } = await import(${JSON.stringify(driver)}); await new NvidiaSmiPort({ executable: ${JSON.stringify(exe)}, timeoutMs: 500, killSignal: 'SIGCONT' }).listGpus().catch((e) => console.log(e.kind));`;
+    const t0 = Date.now();
+    const r = spawnSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8', timeout: 15_000 });
+    expect(r.stdout.trim()).toBe('timeout');
+    // Before, it lived until the stuck child ended (8 s here; never, for one stuck in the driver).
+    expect(Date.now() - t0).toBeLessThan(5000);
   });
 
   it('says so when nvidia-smi is killed before it finishes (partial output is not read)', async () => {
@@ -248,6 +287,19 @@ describe('nvidia-smi adapter when one GPU stops answering or warns', () => {
 
   it('takes a change that succeeded beside the corrupted-infoROM warning (exit 14) as done', async () => {
     const exe = stub({ '-i 0 -r': { stdout: 'GPU 00000000:00:04.0 was successfully reset.\nWARNING: infoROM is corrupted at gpu 0000:00:04.0\n', code: 14 } });
+    await expect(new NvidiaSmiPort({ executable: exe }).resetGpu(0)).resolves.toBeUndefined();
+  });
+
+  it('reads a reset followed by the persistence-mode warning as done', async () => {
+    // The nvidia-smi man page (Known Issues): "resetting GPUs may print 'Warning: persistence mode
+    // is disabled on device' if nvidia-persistenced is not running"; the line's full form as the
+    // GH200 capture prints it after -mig 1 (fixture gh200-96gb_mig-enable-persistence-warning).
+    const exe = stub({
+      '-i 0 -r': {
+        stdout:
+          'GPU 00000000:00:04.0 was successfully reset.\n\nWarning: persistence mode is disabled on device 00000000:00:04.0. See the Known Issues section of the nvidia-smi(1) man page for more information. Run with [--help | -h] switch to get more information on how to enable persistence mode.\nAll done.\n',
+      },
+    });
     await expect(new NvidiaSmiPort({ executable: exe }).resetGpu(0)).resolves.toBeUndefined();
   });
 

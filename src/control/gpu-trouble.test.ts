@@ -23,6 +23,8 @@ class TroubledPort implements GpuPort {
   readonly lost = new Set<number>();
   /** While set, every read hangs until nvidia-smi's timeout, then fails as the adapter does. */
   hangMs: number | null = null;
+  /** While set, listing the GPUs fails with this (nvidia-smi answers, with an error). */
+  listFails: GpuError | null = null;
   reads = 0;
 
   constructor(readonly sim: SimulatedGpuPort) {}
@@ -36,6 +38,7 @@ class TroubledPort implements GpuPort {
 
   async listGpus(): Promise<GpuInfo[]> {
     await this.gate('list GPUs');
+    if (this.listFails) throw this.listFails;
     const all = await this.sim.listGpus();
     if (this.lost.size === 0) return all;
     const lost = all.filter((g) => this.lost.has(g.index)).map((g) => ({ index: g.index, busId: g.busId.replace(/^0000/, ''), reason: 'Unknown Error' }));
@@ -167,6 +170,8 @@ describe('the service when the GPUs misbehave', () => {
     expect((await service.getJob(waiting.id))?.state).toBe('queued');
     expect(lines.some((l) => l.startsWith('GPU 1 (') && l.includes('does not answer nvidia-smi (Unknown Error)') && l.includes(`job ${onGpu1.id} ran there and is left to end`))).toBe(true);
     await until('the reason', async () => /does not answer nvidia-smi \(Unknown Error\).*no job starts there until it answers/.test((await service.getJob(waiting.id))?.pending ?? ''));
+    // Not said to be "re-partitioning GPU 1" (the lost GPU is held in the view as one being re-partitioned).
+    expect((await service.getJob(waiting.id))?.pending).not.toMatch(/re-partitioning/);
     // GET /v1/gpus (and the dashboard's card) say it too.
     expect((await service.gpus()).map((g) => g.unreachable)).toEqual([null, expect.stringMatching(/^GPU 1 \(.*\) does not answer nvidia-smi \(Unknown Error\)/)]);
     // It comes back (reset): the next read frees it and the job starts there.
@@ -185,6 +190,56 @@ describe('the service when the GPUs misbehave', () => {
     port.lost.delete(0);
     await until('GPU 0 to be taken', async () => (await service.gpus()).length === 2);
     expect(lines.some((l) => /^GPU 0 \(NVIDIA A100-SXM4-40GB, GPU-[0-9a-f-]+\) is listed by nvidia-smi: the service uses it from now on$/.test(l))).toBe(true);
+  });
+
+  it('starts nothing while nvidia-smi lists no GPU at all ("No devices were found"), and recovers', { timeout: 30_000 }, async () => {
+    const { port, service, lines } = await serviceOn('1xA100-SXM4-40GB', 'exclusive');
+    // What the adapter throws for nvidia-smi's "No devices were found" (exit 6).
+    port.listFails = new GpuError('not-found', 'list GPUs', null, 'No devices were found (nvidia-smi --query-gpu=index,uuid --format=csv,noheader,nounits)');
+    await new Promise((r) => setTimeout(r, 500));
+    const job = await service.submit({ name: 'waits', command: ['sleep', '20'], resources: { gpus: 1 } });
+    await new Promise((r) => setTimeout(r, 500));
+    expect((await service.getJob(job.id))?.state).toBe('queued');
+    await until('the reason', async () => /GPU 0 \(GPU-[0-9a-f-]+\) is not listed: No devices were found .*: no job starts there until it answers/.test((await service.getJob(job.id))?.pending ?? ''));
+    expect((await service.getJob(job.id))?.pending).toMatch(/^GPU 0 \(GPU-[0-9a-f-]+\) is not listed: No devices were found/);
+    port.listFails = null;
+    await until('the job to start', async () => (await service.getJob(job.id))?.state === 'running');
+    expect(lines.filter((l) => l.includes('is not listed: No devices were found'))).toHaveLength(1);
+  });
+
+  it('restarted while a GPU is lost under a running job: keeps the job, schedules on the other GPU, and no policy trips on the missing GPU', { timeout: 30_000 }, async () => {
+    for (const policy of ['exclusive', 'migpool']) {
+      const dir = mkdtempSync(join(tmpdir(), 'migpool-gpu-trouble-restart-'));
+      const machine = SimulatedMachine.create(parseSimulateSpec('2xA100-SXM4-40GB'), 1, '2xA100-SXM4-40GB');
+      const port = new TroubledPort(new SimulatedGpuPort(machine));
+      const store = await openSqliteStore(join(dir, 'migpool.db'));
+      await store.init();
+      const lines: string[] = [];
+      const make = () =>
+        new PoolServiceImpl({ store, executor: createLocalExecutor({ pollMs: 50, graceSeconds: 1 }), gpu: port, policy: parsePolicy(policy), dataDir: dir, tickMs: 50, gpuCheckMs: 100, log: (l) => lines.push(l) });
+      const first = make();
+      await first.start();
+      const a = await first.submit({ name: 'a', command: ['sleep', '30'], resources: { gpus: 1 } });
+      await until('a running', async () => (await first.getJob(a.id))?.state === 'running');
+      const placed = (await first.getJob(a.id))?.placement;
+      const gpu = placed?.kind === 'gpus' ? (placed.gpus[0] ?? 0) : 0;
+      await first.stop();
+      port.lost.add(gpu);
+      const second = make();
+      cleanup.push(async () => {
+        for (const r of await store.listJobs({ states: ['running', 'starting', 'queued'] })) await second.cancel(r.id);
+        await until('the jobs to end', async () => (await store.listJobs({ states: ['running', 'starting', 'queued'] })).length === 0);
+        await second.stop();
+        await store.close();
+        rmSync(dir, { recursive: true, force: true });
+      });
+      await second.start();
+      expect((await second.getJob(a.id))?.state).toBe('running');
+      const b = await second.submit({ name: 'b', command: ['sleep', '30'], resources: { gpus: 1 } });
+      await until(`b running (${policy})`, async () => (await second.getJob(b.id))?.state === 'running');
+      expect((await second.getJob(b.id))?.placement).toMatchObject({ kind: 'gpus', gpus: [1 - gpu] });
+      expect(lines.filter((l) => /policy .* failed|internal|invalid decision/.test(l))).toEqual([]);
+    }
   });
 
   it('keeps serving while nvidia-smi hangs: ends are recorded, jobs start, cancels answer at once, the queue says why, and it recovers', { timeout: 30_000 }, async () => {

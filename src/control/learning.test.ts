@@ -140,6 +140,26 @@ describe('WorkloadLearning', () => {
   });
 });
 
+describe('WorkloadLearning when the GPUs cannot be read', () => {
+  it('says a failing memory read once per cause, and when it works again', async () => {
+    const running = (): JobRecord =>
+      ({ id: '1', spec: { workload: 'small' }, state: 'running', attempt: 1, startedAt: T0, placement: { kind: 'instance', gpu: 0, start: 0, profile: '1g.5gb', devices: ['MIG-x'] } }) as unknown as JobRecord;
+    const s = await store();
+    const machine = SimulatedMachine.create(parseSimulateSpec('1xA100-SXM4-40GB'), 1, '1xA100-SXM4-40GB');
+    const port = new SimulatedGpuPort(machine);
+    let broken = true;
+    const flaky = Object.assign(Object.create(port) as SimulatedGpuPort, {
+      listProcesses: () => (broken ? Promise.reject(new Error('list processes: nvidia-smi not found')) : port.listProcesses()),
+    });
+    const lines: string[] = [];
+    const learning = new WorkloadLearning(s, flaky, { memoryPollMs: 0, persistMs: 60_000 }, (l) => lines.push(l));
+    for (let i = 0; i < 5; i++) await learning.observe([running()], () => A100.name, () => null, T0 + i * 1000);
+    broken = false;
+    await learning.observe([running()], () => A100.name, () => null, T0 + 10_000);
+    expect(lines).toEqual(["reading the GPUs' per-process memory failed: list processes: nvidia-smi not found; trying again every 0 s", "reading the GPUs' per-process memory works again"]);
+  });
+});
+
 describe('WorkloadLearning fits the newest speeds', () => {
   it('reads at most FIT_PER_RESOURCE speeds per resource, the newest, and the memory of all', async () => {
     const s = await store();

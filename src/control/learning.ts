@@ -151,6 +151,8 @@ export class WorkloadLearning {
   private memoryReadAt = -Infinity;
   private persistedAt = -Infinity;
   private readingMemory = false;
+  /** Why the last read of the GPUs' per-process memory failed (said once), or null when it worked. */
+  private memoryReadFailure: string | null = null;
 
   constructor(
     private readonly store: Store,
@@ -269,8 +271,13 @@ export class WorkloadLearning {
           const before = this.seen.get(key.workload)?.get(keyOf(id, key.attempt))?.peakMemoryMiB ?? 0;
           if (mib > before && this.record(key, { peakMemoryMiB: mib }, now)) changed.add(key.workload);
         }
+        if (this.memoryReadFailure !== null) this.log?.("reading the GPUs' per-process memory works again");
+        this.memoryReadFailure = null;
       } catch (e) {
-        this.log?.(`reading the GPUs' per-process memory failed: ${e instanceof Error ? e.message.split('\n')[0] : String(e)}`);
+        // Once per cause: a broken or hung nvidia-smi would otherwise add a line every memoryPollMs.
+        const why = e instanceof Error ? (e.message.split('\n')[0] ?? '') : String(e);
+        if (why !== this.memoryReadFailure) this.log?.(`reading the GPUs' per-process memory failed: ${why}; trying again every ${Math.round(this.memoryPollMs / 1000)} s`);
+        this.memoryReadFailure = why;
       } finally {
         this.readingMemory = false;
       }

@@ -7,7 +7,7 @@ import { readProcStat } from '../exec/proc.js';
 import { readLogChunk } from '../exec/log-file.js';
 import { ProgressReader } from '../exec/progress-reader.js';
 import { explainPending } from '../sched/pending.js';
-import { GpuError, type GpuPort, type GpuProcess, type UnreachableGpu } from '../gpu/port.js';
+import { GpuError, type ComputeInstanceInfo, type GpuInstanceInfo, type GpuPort, type GpuProcess, type UnreachableGpu } from '../gpu/port.js';
 import type { GpuModel } from '../mig/types.js';
 import type { CurrentGpu } from '../partition/state.js';
 import type { Workload } from '../perf/types.js';
@@ -272,7 +272,7 @@ export class PoolServiceImpl implements PoolService {
   private checkingGpus: Promise<void> | null = null;
   private gpusCheckedAt = -Infinity;
   /** The last background read's answer, taken at the start of the next pass (under the lock). */
-  private gpuRead: { entries: GpuEntry[]; lost: readonly UnreachableGpu[]; changes: ReadonlyMap<number, number> } | null = null;
+  private gpuRead: { entries: GpuEntry[]; lost: readonly UnreachableGpu[]; changes: ReadonlyMap<number, number>; gone?: string } | null = null;
   /** Per GPU index: how many times the service re-read it after changing it; a background read begun before a change is stale for that GPU. */
   private readonly gpuChanges = new Map<number, number>();
   /** Why the last background read of the GPUs failed (said once), or null when it worked. */
@@ -1294,15 +1294,18 @@ export class PoolServiceImpl implements PoolService {
   /** Reads the GPUs: all of them (those that answer; the lost ones named beside), or only GPU `only` (by index). */
   private async readGpus(only?: number): Promise<{ entries: GpuEntry[]; lost: readonly UnreachableGpu[] }> {
     let lost: readonly UnreachableGpu[] = [];
-    const [found, cis, gis] = await Promise.all([
-      readCurrentState(this.o.gpu, only, {
-        onLost: (e) => {
-          lost = e.lost;
-        },
-      }),
-      this.o.gpu.listComputeInstances(only),
-      this.o.gpu.listGpuInstances(only),
-    ]);
+    let gis: readonly GpuInstanceInfo[] = [];
+    let cis: readonly ComputeInstanceInfo[] = [];
+    const found = await readCurrentState(this.o.gpu, only, {
+      onLost: (e) => {
+        lost = e.lost;
+      },
+      // The listings the state was read from: their MIG device UUIDs and GI IDs (not listed twice).
+      onInstances: (g, c) => {
+        gis = g;
+        cis = c;
+      },
+    });
     const entries = found.flatMap((f): GpuEntry[] => {
       const model = modelOfGpu(f.info);
       if (!f.current || !model) return [];
@@ -1348,6 +1351,12 @@ export class PoolServiceImpl implements PoolService {
         },
         (e: unknown) => {
           const why = firstLine(e);
+          // nvidia-smi answers, and has no GPU to list ("No devices were found") or no driver to ask:
+          // every GPU is out of use, not merely unread (jobs started there would fail at once).
+          if (e instanceof GpuError && (e.kind === 'driver-not-loaded' || (e.kind === 'not-found' && e.operation === 'list GPUs'))) {
+            this.gpuRead = { entries: [], lost: [], changes, gone: e.reason };
+            this.schedule();
+          }
           // Once per kind of failure: the command that fails first (of the reads run at once) varies.
           const kind = e instanceof GpuError ? e.kind : why;
           if (kind !== this.gpuReadFailureKind) this.o.log?.(`reading the GPUs failed (${why}); going on with what was last read, and trying again every ${Math.round(this.o.gpuCheckMs / 1000)} s`);
@@ -1390,7 +1399,12 @@ export class PoolServiceImpl implements PoolService {
       }
       if (now === undefined) {
         const named = r.lost.filter((l) => l.index === g.index || (l.busId !== null && sameBus(l.busId, g.busId)));
-        const why = named.length > 0 ? `${lostText(named)} (${lostAdvice(named)})` : `GPU ${g.index} (${g.uuid}) is no longer listed by nvidia-smi (check nvidia-smi -L and dmesg)`;
+        const why =
+          named.length > 0
+            ? `${lostText(named)} (${lostAdvice(named)})`
+            : r.gone !== undefined
+              ? `GPU ${g.index} (${g.uuid}) is not listed: ${r.gone}`
+              : `GPU ${g.index} (${g.uuid}) is no longer listed by nvidia-smi (check nvidia-smi -L and dmesg)`;
         if (this.lostGpus.get(g.index) !== why) {
           const jobs = this.jobsOn(g.index);
           const left = jobs.length === 1 ? `; job ${jobs[0]} ran there and is left to end (cancel it if it hangs)` : jobs.length > 1 ? `; jobs ${jobs.join(', ')} ran there and are left to end (cancel them if they hang)` : '';
@@ -1675,7 +1689,11 @@ export class PoolServiceImpl implements PoolService {
       ...[...this.lostGpus.values()].map((why) => `${why}: no job starts there until it answers`),
       ...(this.gpuReadFailure !== null ? [`the GPUs cannot be read (${this.gpuReadFailure}): jobs are placed on what was last read`] : []),
     ].join('; ');
-    if (gpuTrouble !== '') for (const [id, why] of reasons) reasons.set(id, `${why}; ${gpuTrouble}`);
+    // A lost GPU is unavailable in the view as a GPU being re-partitioned is (busyUntil): the
+    // generic reason that names only lost GPUs as "re-partitioning" is replaced by what is wrong.
+    const lostIds = view.gpus.filter((g) => this.lostGpus.has(this.gpusFound[g.id]?.index ?? -1)).map((g) => g.id);
+    const onlyLost = lostIds.length > 0 && view.gpus.filter((g) => g.busyUntil !== null && g.busyUntil > view.now).length === lostIds.length ? `re-partitioning GPU ${lostIds.join(', ')}` : null;
+    if (gpuTrouble !== '') for (const [id, why] of reasons) reasons.set(id, why === onlyLost ? gpuTrouble : `${why}; ${gpuTrouble}`);
     for (const [id, why] of this.gate.held) reasons.set(id, why);
     this.pending = reasons;
   }

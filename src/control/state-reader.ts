@@ -2,7 +2,7 @@ import { MigpoolError } from '../errors.js';
 import { GPU_MODELS, resolveGpuModel } from '../mig/catalog/index.js';
 import type { GpuModel } from '../mig/types.js';
 import type { CurrentGpu } from '../partition/state.js';
-import { GpuLostError, type GpuInfo, type GpuPort } from '../gpu/port.js';
+import { GpuLostError, type ComputeInstanceInfo, type GpuInfo, type GpuInstanceInfo, type GpuPort } from '../gpu/port.js';
 
 /** The catalogued family of a GPU the port reports, by PCI device ID, else by product name. */
 export function modelOfGpu(gpu: GpuInfo): GpuModel | null {
@@ -29,6 +29,8 @@ export interface ReadOptions {
    * read and returned. Without it the error is thrown (commands that change GPUs stop on it).
    */
   readonly onLost?: (e: GpuLostError) => void;
+  /** Called with the GPU and compute instances as the port listed them (MIG device UUIDs, GI IDs), read once for both. */
+  readonly onInstances?: (gis: readonly GpuInstanceInfo[], cis: readonly ComputeInstanceInfo[]) => void;
 }
 
 /**
@@ -51,6 +53,7 @@ export async function readCurrentState(port: GpuPort, only?: number, options: Re
     anyMig ? port.listComputeInstances(only) : Promise.resolve([]),
     gpus.length > 0 ? port.listProcesses() : Promise.resolve([]),
   ]);
+  options.onInstances?.(gis, cis);
   const byGpu = <T extends { readonly gpu: number }>(xs: readonly T[]): Map<number, T[]> => {
     const m = new Map<number, T[]>();
     for (const x of xs) m.set(x.gpu, [...(m.get(x.gpu) ?? []), x]);

@@ -1,4 +1,4 @@
-import { execFile } from 'node:child_process';
+import { execFile, type ChildProcess } from 'node:child_process';
 import { MigpoolError } from '../../errors.js';
 import { GpuError, GpuLostError, type ComputeInstanceInfo, type GpuInfo, type GpuInstanceInfo, type GpuPort, type GpuProcess, type MigModeState } from '../port.js';
 import {
@@ -21,6 +21,11 @@ export interface NvidiaSmiOptions {
   readonly timeoutMs?: number;
   /** Environment of the child [this process's]. */
   readonly env?: NodeJS.ProcessEnv;
+  /**
+   * Signal sent to a command past its timeout [SIGKILL]. Tests pass one the child ignores (SIGCONT)
+   * to play a process stuck in the driver, which no signal ends.
+   */
+  readonly killSignal?: NodeJS.Signals;
 }
 
 interface RunResult {
@@ -39,6 +44,13 @@ const NO_MIG_DEVICES = /No MIG-enabled devices found/i;
  */
 const EMPTY_LISTING = /No MIG-enabled devices found|No (GPU|compute) instances found/i;
 
+/**
+ * A command killed at its timeout that is still there this long after is taken as stuck (a
+ * SIGKILLed process ends as soon as the kernel lets it: within milliseconds unless it waits in
+ * the driver); until then new commands still start.
+ */
+const STUCK_AFTER_MS = 1000;
+
 function modeOf(text: string): MigModeState | null {
   if (/^enabled$/i.test(text)) return 'enabled';
   if (/^disabled$/i.test(text)) return 'disabled';
@@ -54,14 +66,34 @@ export class NvidiaSmiPort implements GpuPort {
   private readonly executable: string;
   private readonly timeoutMs: number;
   private readonly env: NodeJS.ProcessEnv | undefined;
+  private readonly killSignal: NodeJS.Signals;
+  /**
+   * Commands killed at their timeout that have not ended yet (stuck in the driver, where even
+   * SIGKILL waits): while one is, no new command is started, or a hung driver would collect one
+   * unkillable nvidia-smi per read, every few seconds, for as long as it hangs.
+   */
+  private readonly stuck = new Map<ChildProcess, number>();
 
   constructor(options: NvidiaSmiOptions = {}) {
     this.executable = options.executable ?? 'nvidia-smi';
     this.timeoutMs = options.timeoutMs ?? 30_000;
     this.env = options.env;
+    this.killSignal = options.killSignal ?? 'SIGKILL';
   }
 
   private run(args: readonly string[], operation: string, gpu: number | null): Promise<RunResult> {
+    // The same words while it lasts (no running count): callers say a failure once per cause.
+    const earlier = [...this.stuck].find(([, killedAt]) => Date.now() - killedAt >= STUCK_AFTER_MS)?.[0];
+    if (earlier !== undefined) {
+      return Promise.reject(
+        new GpuError(
+          'timeout',
+          operation,
+          gpu,
+          `an earlier ${this.executable} (pid ${earlier.pid ?? '?'}) has not ended since it was killed at its timeout (stuck in the driver?): none is started until it ends; check dmesg for Xid errors, a GPU reset or a reboot may be needed`,
+        ),
+      );
+    }
     return new Promise((resolve, reject) => {
       let settled = false;
       const settle = (fn: () => void): void => {
@@ -100,14 +132,23 @@ export class NvidiaSmiPort implements GpuPort {
       // and its late exit 0 with nothing printed read as "no GPUs". At the deadline it is sent
       // SIGKILL and the caller has its answer at once, whether or not the child is gone yet.
       const deadline = setTimeout(() => {
-        child.kill('SIGKILL');
+        child.kill(this.killSignal);
+        if (child.exitCode === null && child.signalCode === null) {
+          this.stuck.set(child, Date.now());
+          child.once('exit', () => this.stuck.delete(child));
+          // Given up on: it no longer keeps this process alive (a `migpool serve` asked to stop, a
+          // command that has answered), even if it never ends.
+          child.unref();
+          child.stdout?.destroy();
+          child.stderr?.destroy();
+        }
         settle(() =>
           reject(
             new GpuError(
               'timeout',
               operation,
               gpu,
-              `${this.executable} ${args.join(' ')} did not answer within ${this.timeoutMs} ms (stopped with SIGKILL): check that the driver answers (nvidia-smi by hand, dmesg for Xid errors)`,
+              `${this.executable} ${args.join(' ')} did not answer within ${this.timeoutMs} ms (stopped with ${this.killSignal}): check that the driver answers (nvidia-smi by hand, dmesg for Xid errors)`,
             ),
           ),
         );
@@ -122,7 +163,10 @@ export class NvidiaSmiPort implements GpuPort {
     if (lost.length > 0) return new GpuError('gpu-lost', operation, gpu, `${describeLost(lost)} (nvidia-smi ${args.join(' ')})`);
     const { kind, line } = classifyError(text);
     const why = line || `exit status ${result.code} and no message`;
-    return new GpuError(kind, operation, gpu, `${why} (nvidia-smi ${args.join(' ')})`);
+    // MIG User Guide, Device Nodes and Capabilities: MIG actions need the driver's MIG capabilities,
+    // which root (or CAP_SYS_ADMIN) holds implicitly; a user without them is refused.
+    const advice = kind === 'no-permission' ? ': run migpool as root, or grant its user the MIG capabilities (MIG User Guide, Device Nodes and Capabilities)' : '';
+    return new GpuError(kind, operation, gpu, `${why} (nvidia-smi ${args.join(' ')})${advice}`);
   }
 
   /**
