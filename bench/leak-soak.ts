@@ -344,7 +344,13 @@ export async function runLeakSoak(o: LeakSoakOptions): Promise<LeakSample[]> {
       };
       passBefore = pass;
       lagMax = 0;
-      if (o.heapSnapshots !== undefined && inspector !== null) await inspector.heapSnapshot(join(o.heapSnapshots, `checkpoint-${target}.heapsnapshot`));
+      if (o.heapSnapshots !== undefined && inspector !== null) {
+        await inspector.heapSnapshot(join(o.heapSnapshots, `checkpoint-${target}.heapsnapshot`));
+        // The snapshot stalls the service for seconds: the next phase's lag and pass time start after it
+        // (prom-client's event-loop lag starts afresh at each scrape).
+        const after = await (await fetch(`${url}/metrics`, { headers: auth })).text();
+        passBefore = { sum: metric(after, 'migpool_scheduling_pass_seconds_sum'), count: metric(after, 'migpool_scheduling_pass_seconds_count') };
+      }
       samples.push(sample);
       say(JSON.stringify(sample));
     }
