@@ -8,7 +8,7 @@
  * scheduling pass time, and what lies on disk (the store, the jobs' folders). It prints the samples
  * side by side, so that growth from one checkpoint to the next is read off one run.
  *
- *   npm run build && node [--experimental-websocket] dist/bench/leak-soak.js [--checkpoints 500,1500,3000] [--keep] [--cpu-profile FILE] [--heap-snapshots DIR]
+ *   npm run build && node [--experimental-websocket] dist/bench/leak-soak.js [--checkpoints 500,1500,3000] [--keep] [--cpu-profile FILE] [--heap-snapshots DIR] [--database postgres://...]
  *
  * (The heap after a collection needs a WebSocket, global from Node 22; on Node 20 pass
  * --experimental-websocket, or its column says n/a.)
@@ -16,6 +16,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { request, type ClientRequest } from 'node:http';
+import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -34,6 +35,8 @@ export interface LeakSoakOptions {
   /** Jobs queued at most at once (the submitter waits below it); default 150. */
   readonly maxQueued?: number;
   readonly seed?: number;
+  /** A PostgreSQL store (`--database`, an empty database) instead of SQLite in the data dir. */
+  readonly database?: string;
   /** Keep the data dir at the end. */
   readonly keep?: boolean;
   /** Write a heap snapshot of the service at each checkpoint into this folder (checkpoint-JOBS.heapsnapshot). */
@@ -165,7 +168,7 @@ export async function runLeakSoak(o: LeakSoakOptions): Promise<LeakSample[]> {
   const maxQueued = o.maxQueued ?? 150;
   const dir = mkdtempSync(join(tmpdir(), 'migpool-leak-'));
   const dataDir = join(dir, 'data');
-  const proc: ChildProcess = spawn(process.execPath, ['--max-semi-space-size=64', '--inspect=127.0.0.1:0', BIN, 'serve', '--data-dir', dataDir, '--listen', '127.0.0.1:0', '--simulate', o.gpus ?? '2xA100-SXM4-40GB'], {
+  const proc: ChildProcess = spawn(process.execPath, ['--max-semi-space-size=64', '--inspect=127.0.0.1:0', BIN, 'serve', '--data-dir', dataDir, '--listen', '127.0.0.1:0', '--simulate', o.gpus ?? '2xA100-SXM4-40GB', ...(o.database === undefined ? [] : ['--database', o.database])], {
     stdio: ['ignore', 'ignore', 'pipe'],
   });
   let stderr = '';
@@ -208,12 +211,23 @@ export async function runLeakSoak(o: LeakSoakOptions): Promise<LeakSample[]> {
   const ids = async (state: string, limit = 20): Promise<string[]> => ((await call('GET', `/v1/jobs?state=${state}&limit=${limit}`)).json as { jobs: { id: string }[] }).jobs.map((j) => j.id);
 
   /**
-   * One event stream, dropped in one of four ways: after its first bytes with a clean close, with
-   * a TCP reset, before the answer's headers, or after reading nothing for a while (the service
-   * buffers for a client that does not read).
+   * One event stream, dropped in one of five ways: after its first bytes with a clean close, with
+   * a TCP reset, before the answer's headers, after reading nothing for a while (the service
+   * buffers for a client that does not read), or right after sending the request (while the
+   * service looks its token up).
    */
   const oneStream = (how: number): Promise<void> =>
     new Promise((resolve) => {
+      if (how === 4) {
+        const s = connect(port, '127.0.0.1', () => {
+          s.write(`GET /v1/events HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${token}\r\n\r\n`);
+          s.resetAndDestroy();
+          streamsDropped++;
+          resolve();
+        });
+        s.on('error', () => undefined);
+        return;
+      }
       const req: ClientRequest = request({ host: '127.0.0.1', port, path: how === 1 ? '/v1/events?after=0' : '/v1/events', headers: auth });
       const done = (): void => {
         streamsDropped++;
@@ -248,7 +262,7 @@ export async function runLeakSoak(o: LeakSoakOptions): Promise<LeakSample[]> {
       k++;
       try {
         await Promise.all([
-          oneStream(k % 4),
+          oneStream(k % 5),
           (async () => {
             const page = (await call('GET', '/v1/jobs?limit=50')).json as { next: string | null };
             if (page.next !== null) await call('GET', `/v1/jobs?limit=50&after=${page.next}`);
@@ -344,7 +358,13 @@ export async function runLeakSoak(o: LeakSoakOptions): Promise<LeakSample[]> {
       };
       passBefore = pass;
       lagMax = 0;
-      if (o.heapSnapshots !== undefined && inspector !== null) await inspector.heapSnapshot(join(o.heapSnapshots, `checkpoint-${target}.heapsnapshot`));
+      if (o.heapSnapshots !== undefined && inspector !== null) {
+        await inspector.heapSnapshot(join(o.heapSnapshots, `checkpoint-${target}.heapsnapshot`));
+        // The snapshot stalls the service for seconds: the next phase's lag and pass time start after it
+        // (prom-client's event-loop lag starts afresh at each scrape).
+        const after = await (await fetch(`${url}/metrics`, { headers: auth })).text();
+        passBefore = { sum: metric(after, 'migpool_scheduling_pass_seconds_sum'), count: metric(after, 'migpool_scheduling_pass_seconds_count') };
+      }
       samples.push(sample);
       say(JSON.stringify(sample));
     }
@@ -404,7 +424,8 @@ if (process.argv[1] !== undefined && fileURLToPath(import.meta.url) === process.
   const checkpoints = (arg('--checkpoints') ?? '500,1500,3000').split(',').map(Number);
   const cpuProfile = arg('--cpu-profile');
   const heapSnapshots = arg('--heap-snapshots');
-  const samples = await runLeakSoak({ checkpoints, keep: process.argv.includes('--keep'), ...(cpuProfile === undefined ? {} : { cpuProfile }), ...(heapSnapshots === undefined ? {} : { heapSnapshots }), say: (l) => process.stderr.write(`${l}\n`) });
+  const database = arg('--database');
+  const samples = await runLeakSoak({ checkpoints, keep: process.argv.includes('--keep'), ...(cpuProfile === undefined ? {} : { cpuProfile }), ...(heapSnapshots === undefined ? {} : { heapSnapshots }), ...(database === undefined ? {} : { database }), say: (l) => process.stderr.write(`${l}\n`) });
   process.stdout.write(`migpool serve leak soak, ${checkpoints.join(' / ')} jobs (columns: checkpoints; last: growth per 1,000 jobs from the first checkpoint to the last)\n`);
   for (const line of leakTable(samples)) process.stdout.write(`${line}\n`);
 }

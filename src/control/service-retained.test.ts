@@ -21,7 +21,7 @@ afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c();
 });
 
-async function serviceWith(executor: (local: Executor) => Executor): Promise<{ service: PoolServiceImpl; dir: string }> {
+async function serviceWith(executor: (local: Executor) => Executor = (e) => e): Promise<{ service: PoolServiceImpl; dir: string }> {
   const dir = mkdtempSync(join(tmpdir(), 'migpool-retained-'));
   const store = openSqliteStore(join(dir, 'migpool.db'));
   await store.init();
@@ -33,6 +33,7 @@ async function serviceWith(executor: (local: Executor) => Executor): Promise<{ s
     policy: parsePolicy('static:7x1g.5gb'),
     dataDir: dir,
     tickMs: 100,
+    minRunBeforePreemptSeconds: 0,
   });
   await service.start();
   cleanups.push(() => closeService(service, store, { queuedToo: true, dir }));
@@ -40,6 +41,31 @@ async function serviceWith(executor: (local: Executor) => Executor): Promise<{ s
 }
 
 describe('what the service keeps of ended jobs', () => {
+  it('nothing, once they have ended: done, failed after a retry, cancelled queued or running, preempted then cancelled', async () => {
+    const { service, dir } = await serviceWith();
+    const slice = { workdir: dir, resources: { profile: '1g.5gb' } };
+    const done = await service.submitMany(Array.from({ length: 12 }, (_, i) => ({ ...slice, name: `ok-${i}`, command: ['true'] })));
+    const failing = await service.submit({ ...slice, name: 'fails', command: ['false'], retries: 1 });
+    const long = await service.submitMany(Array.from({ length: 9 }, (_, i) => ({ ...slice, name: `long-${i}`, command: ['sleep', '30'], preemptible: true })));
+    // Seven slices: some of the long ones wait in the queue.
+    const running = await until('a long job running', async () => (await service.listJobs({ states: ['running'] })).find((j) => j.spec.name.startsWith('long-')) ?? null);
+    await service.preempt(running.id);
+    for (const j of long) if (j.id !== running.id) await service.cancel(j.id);
+    await until('the preempted job running again', async () => {
+      const j = await service.getJob(running.id);
+      return j?.state === 'running' && j.attempt === 2 ? true : null;
+    });
+    await service.cancel(running.id);
+    await until('every job ended', async () => ((await service.listJobs({ states: ['queued', 'starting', 'running'] })).length === 0 ? true : null));
+    // Its runners' ends are reported a moment after the store says so.
+    await until('the executor holds no attempt', async () => (service.retained().executor === 0 ? true : null));
+    expect((await service.getJob(done[11]!.id))?.state).toBe('succeeded');
+    expect(await service.getJob(failing.id)).toMatchObject({ state: 'failed', attempt: 2 });
+    expect(await service.getJob(running.id)).toMatchObject({ state: 'cancelled', attempt: 2, preemptions: 1 });
+    const held = service.retained();
+    expect(Object.entries(held).filter(([, n]) => n !== 0)).toEqual([]);
+  });
+
   it('a job that ends while the progress of the jobs before it is read is not tracked again', async () => {
     // The progress of running jobs is read one job after the other; job B ends while job A's log
     // is read (a FIFO holds that read until B has ended), then B's turn comes with its stale record.

@@ -84,6 +84,21 @@ describe('what a user sees', () => {
     expect(asked).toBe(3);
   });
 
+  it("a user's event stream open for long keeps no owner of a job that has finished", async () => {
+    const service = { getJob: async (id: string) => ({ id, owner: Number(id) % 2 === 0 ? 'alice' : 'bob' }) as unknown as JobRecord } satisfies Pick<PoolService, 'getJob'>;
+    const owners = new Map<string, Promise<string | null>>();
+    const visible = eventFilter(service, { name: 'alice', admin: false }, owners)!;
+    let seq = 0;
+    const event = (type: string, jobId: string) => ({ seq: ++seq, time: 0, type, jobId, data: {} }) as EventRecord;
+    for (let i = 1; i <= 500; i++) {
+      const id = String(i);
+      expect(await visible(event('job-submitted', id))).toEqual(i % 2 === 0 ? expect.objectContaining({ jobId: id }) : null);
+      await visible(event('job-started', id));
+      expect(await visible(event('job-finished', id))).toEqual(i % 2 === 0 ? expect.objectContaining({ type: 'job-finished' }) : null);
+    }
+    expect(owners.size).toBe(0);
+  });
+
   it("events of a user's own job name other users' jobs by no id (an MPS slowdown's foreground, a placement's neighbours)", async () => {
     const owners: Record<string, string> = { '1': 'alice', '2': 'bob', '3': 'alice' };
     const service = { getJob: async (id: string) => (owners[id] === undefined ? null : ({ id, owner: owners[id] } as unknown as JobRecord)) } satisfies Pick<PoolService, 'getJob'>;

@@ -102,11 +102,10 @@ export async function visibleJob(service: Pick<PoolService, 'getJob'>, caller: C
  * users' job ids taken out of their own jobs' events as GET /v1/jobs/ID takes them out
  * (visible-job.ts): an MPS slowdown's `foreground` is null when it is another user's job, a
  * placement's MPS `neighbours` lists their own (others counted in `otherNeighbours`). The owner
- * of each job is looked up once.
+ * of each job is looked up once until the job's `job-finished` (kept in `owners`, for tests).
  */
-export function eventFilter(service: Pick<PoolService, 'getJob'>, caller: Caller): ((event: EventRecord) => Promise<EventRecord | null>) | undefined {
+export function eventFilter(service: Pick<PoolService, 'getJob'>, caller: Caller, owners = new Map<string, Promise<string | null>>()): ((event: EventRecord) => Promise<EventRecord | null>) | undefined {
   if (caller.admin) return undefined;
-  const owners = new Map<string, Promise<string | null>>();
   const owns = async (id: string): Promise<boolean> => {
     let owner = owners.get(id);
     if (owner === undefined) {
@@ -115,7 +114,15 @@ export function eventFilter(service: Pick<PoolService, 'getJob'>, caller: Caller
     }
     return (await owner) === caller.name;
   };
+  // A job's owner is forgotten at its end (its last event): a stream open for weeks kept one per job of the pool.
   return async (event) => {
+    try {
+      return await shown(event);
+    } finally {
+      if (event.type === 'job-finished' && event.jobId !== null) owners.delete(event.jobId);
+    }
+  };
+  async function shown(event: EventRecord): Promise<EventRecord | null> {
     if (event.jobId === null) return event;
     if (!(await owns(event.jobId))) return null;
     const data = event.data as { foreground?: unknown; placement?: { mps?: { neighbours?: unknown } } } | null;
@@ -129,5 +136,5 @@ export function eventFilter(service: Pick<PoolService, 'getJob'>, caller: Caller
       if (own.length < neighbours.length) out = { ...out, placement: { ...data.placement, mps: { ...data.placement!.mps, neighbours: own, otherNeighbours: neighbours.length - own.length } } };
     }
     return out === data ? event : { ...event, data: out };
-  };
+  }
 }
