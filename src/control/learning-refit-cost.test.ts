@@ -28,6 +28,8 @@ const observations = (n: number): WorkloadObservation[] =>
     peakMemoryMiB: 3000 + (i % 100),
     outOfMemory: false,
     time: i,
+    owner: null,
+    shared: true,
   }));
 
 describe("a refit's cost as the history grows", () => {
