@@ -145,6 +145,11 @@ export function registerUsers(program: Command, io: Io): void {
       }, true);
       if (f.json) return writeJson(io, { user, token });
       io.err(`migpool users: added ${name} (${describeUser(user)}); their token follows, shown this once (only its hash is kept): give it to them for --token or $MIGPOOL_TOKEN`);
+      // Run as root, this machine's service most likely runs as root too, and there it refuses the
+      // jobs of a user mapped to no account (their jobs would run as root and read the data dir).
+      if (!user.admin && user.unixUser == null && process.getuid?.() === 0) {
+        io.err(`migpool users: note: ${name} is mapped to no Unix account, so a service run as root refuses their jobs until \`migpool users set ${name} --unix-user ACCOUNT\` (or it runs with --unmapped-users-as-root)`);
+      }
       io.out(token);
     });
 
