@@ -1,5 +1,6 @@
 import { rmSync } from 'node:fs';
 import type { PoolServiceImpl } from '../src/control/service.js';
+import type { Policy } from '../src/sched/types.js';
 import type { Store } from '../src/store/types.js';
 
 /** Tests of a PoolServiceImpl run in-process: polling, and stopping what a test started. */
@@ -30,4 +31,23 @@ export async function closeService(service: PoolServiceImpl, store: Store, opts:
   await service.stop();
   await store.close();
   if (opts.dir !== undefined) rmSync(opts.dir, { recursive: true, force: true });
+}
+
+/**
+ * A policy for one A100-40GB: cuts it into 3g.20gb + 2g.10gb + 1g.5gb + 1g.5gb once a job waits,
+ * then starts the first queued job on the smallest idle slice that holds its memory need, as a
+ * packing policy would pick (tests of out-of-memory moves and of learning).
+ */
+export function smallestSlicePolicy(): Policy {
+  return {
+    name: 'smallest',
+    decide(view, ctx) {
+      const g = view.gpus[0]!;
+      if (!g.migEnabled) return g.wholeGpuJobs.length === 0 && view.queue.length > 0 ? [{ kind: 'repartition', gpu: 0, layout: [{ profile: '3g.20gb', start: 4 }, { profile: '2g.10gb', start: 0 }, { profile: '1g.5gb', start: 2 }, { profile: '1g.5gb', start: 3 }] }] : [];
+      const job = view.queue[0];
+      if (!job || g.busyUntil !== null) return [];
+      const idle = g.instances.filter((i) => i.job === null && ctx.fits(job, { kind: 'instance', model: g.model, profile: i.profile.name })).sort((x, y) => x.profile.computeSlices - y.profile.computeSlices);
+      return idle[0] ? [{ kind: 'start-on-instance', job: job.id, gpu: 0, start: idle[0].start }] : [];
+    },
+  };
 }

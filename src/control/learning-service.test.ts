@@ -10,6 +10,7 @@ import { resolveGpuModel } from '../mig/catalog/index.js';
 import { predict } from '../perf/model.js';
 import { resolveWorkload } from '../perf/workloads.js';
 import { SpeedTable } from '../sched/context.js';
+import { smallestSlicePolicy } from '../../test/service-kit.js';
 import { parsePolicy } from '../sched/registry.js';
 import type { JobSpec, Policy } from '../sched/types.js';
 import { openSqliteStore } from '../store/sqlite.js';
@@ -48,29 +49,40 @@ function sps(w: JobSpec['workload'], profile: string | null): number {
   return predict({ ...w, memoryGiB: null }, profile === null ? { kind: 'full', gpu: A100 } : { kind: 'mig', gpu: A100, profile }).samplesPerSecond!;
 }
 
+/**
+ * A service on one simulated A100-40GB that learns at once (after 0.5 s of a job's run, no memory
+ * poll, every observation written), in a temporary dir; `seenQueued` keeps each job as the policy
+ * last saw it queued (its workload as learnt then). `before` runs on the store before the start.
+ */
+async function startLearning(policy: Policy, before: (store: Store) => Promise<void> = async () => {}) {
+  const dir = mkdtempSync(join(tmpdir(), 'migpool-learning-service-'));
+  dirs.push(dir);
+  const machine = SimulatedMachine.create(parseSimulateSpec('1xA100-SXM4-40GB'), 1, '1xA100-SXM4-40GB');
+  const port = new SimulatedGpuPort(machine);
+  const store = await openSqliteStore(join(dir, 'migpool.db'));
+  await store.init();
+  await before(store);
+  const seenQueued = new Map<string, JobSpec>();
+  const service = new PoolServiceImpl({
+    store,
+    executor: createLocalExecutor({ pollMs: 50, graceSeconds: 1 }),
+    gpu: port,
+    policy,
+    dataDir: dir,
+    tickMs: 100,
+    learning: { afterSeconds: 0.5, memoryPollMs: 0, persistMs: 0 },
+    onRound: (round) => {
+      for (const j of round.view.queue) seenQueued.set(j.id, j);
+    },
+  });
+  await service.start();
+  open.push({ service, store });
+  return { machine, port, store, service, seenQueued };
+}
+
 describe('the service learns workloads from its jobs', () => {
   it('refits a workload to the speed its jobs report and the memory their processes hold, and places the next job by it', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'migpool-learning-service-'));
-    dirs.push(dir);
-    const machine = SimulatedMachine.create(parseSimulateSpec('1xA100-SXM4-40GB'), 1, '1xA100-SXM4-40GB');
-    const port = new SimulatedGpuPort(machine);
-    const store = await openSqliteStore(join(dir, 'migpool.db'));
-    await store.init();
-    const seenQueued = new Map<string, JobSpec>();
-    const service = new PoolServiceImpl({
-      store,
-      executor: createLocalExecutor({ pollMs: 50, graceSeconds: 1 }),
-      gpu: port,
-      policy: parsePolicy('migpool'),
-      dataDir: dir,
-      tickMs: 100,
-      learning: { afterSeconds: 0.5, memoryPollMs: 0, persistMs: 0 },
-      onRound: (round) => {
-        for (const j of round.view.queue) seenQueued.set(j.id, j);
-      },
-    });
-    await service.start();
-    open.push({ service, store });
+    const { machine, port, store, service, seenQueued } = await startLearning(parsePolicy('migpool'));
 
     // A fake training job far slower than the model says for `small`, and as fast on every slice:
     // 100 samples every 100 ms (1,000 samples/s; the model: 4,072 on 1g.5gb, 8,026 on 3g.20gb).
@@ -128,42 +140,12 @@ describe('the service learns workloads from its jobs', () => {
   }, 40_000);
 
   it("a user's fake out-of-memory moves only their own later jobs to bigger slices; an admin's moves everyone's", async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'migpool-learning-owners-'));
-    dirs.push(dir);
-    const machine = SimulatedMachine.create(parseSimulateSpec('1xA100-SXM4-40GB'), 1, '1xA100-SXM4-40GB');
-    const store = await openSqliteStore(join(dir, 'migpool.db'));
-    await store.init();
     // root is an admin (the operator); alice and bob are not.
-    await store.insertUser({ name: 'root', admin: true }, 'a'.repeat(64), Date.now());
-    await store.insertUser({ name: 'alice' }, 'b'.repeat(64), Date.now());
-    await store.insertUser({ name: 'bob' }, 'c'.repeat(64), Date.now());
-    // The smallest idle slice that fits the job's memory need, as a packing policy would pick.
-    const smallest: Policy = {
-      name: 'smallest',
-      decide(view, ctx) {
-        const g = view.gpus[0]!;
-        if (!g.migEnabled) return g.wholeGpuJobs.length === 0 && view.queue.length > 0 ? [{ kind: 'repartition', gpu: 0, layout: [{ profile: '3g.20gb', start: 4 }, { profile: '2g.10gb', start: 0 }, { profile: '1g.5gb', start: 2 }, { profile: '1g.5gb', start: 3 }] }] : [];
-        const job = view.queue[0];
-        if (!job || g.busyUntil !== null) return [];
-        const idle = g.instances.filter((i) => i.job === null && ctx.fits(job, { kind: 'instance', model: g.model, profile: i.profile.name })).sort((x, y) => x.profile.computeSlices - y.profile.computeSlices);
-        return idle[0] ? [{ kind: 'start-on-instance', job: job.id, gpu: 0, start: idle[0].start }] : [];
-      },
-    };
-    const seenQueued = new Map<string, JobSpec>();
-    const service = new PoolServiceImpl({
-      store,
-      executor: createLocalExecutor({ pollMs: 50, graceSeconds: 1 }),
-      gpu: new SimulatedGpuPort(machine),
-      policy: smallest,
-      dataDir: dir,
-      tickMs: 100,
-      learning: { afterSeconds: 0.5, memoryPollMs: 0, persistMs: 0 },
-      onRound: (round) => {
-        for (const j of round.view.queue) seenQueued.set(j.id, j);
-      },
+    const { store, service, seenQueued } = await startLearning(smallestSlicePolicy(), async (st) => {
+      await st.insertUser({ name: 'root', admin: true }, 'a'.repeat(64), Date.now());
+      await st.insertUser({ name: 'alice' }, 'b'.repeat(64), Date.now());
+      await st.insertUser({ name: 'bob' }, 'c'.repeat(64), Date.now());
     });
-    await service.start();
-    open.push({ service, store });
     // A job that claims to run out of memory on a 1g.5gb slice, as PyTorch says it (nothing checks the claim).
     const liar = `if (process.env.MIGPOOL_DEVICE_PROFILE === '1g.5gb') { console.error('torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB (GPU 0; 4.75 GiB total capacity)'); process.exit(1); }`;
     const run = async (owner: string, command: string): Promise<{ profile: string; memoryGiB: number | null }> => {

@@ -8,6 +8,7 @@ import type { GpuPort } from '../gpu/port.js';
 import { SimulatedGpuPort } from '../gpu/simulated/driver.js';
 import { SimulatedMachine } from '../gpu/simulated/machine.js';
 import { parseSimulateSpec } from '../gpu/simulated/spec.js';
+import { smallestSlicePolicy } from '../../test/service-kit.js';
 import { parsePolicy } from '../sched/registry.js';
 import type { Decision, Policy } from '../sched/types.js';
 import { openSqliteStore } from '../store/sqlite.js';
@@ -479,19 +480,7 @@ describe('the live service', () => {
   it('a job that runs out of GPU memory on a slice is moved up to a larger one and succeeds, not charged as a failure', async () => {
     const dir = tempDir();
     const lines: string[] = [];
-    // The smallest idle slice that fits the job, as a packing policy would pick.
-    const smallest: Policy = {
-      name: 'smallest',
-      decide(view, ctx) {
-        const g = view.gpus[0]!;
-        if (!g.migEnabled) return g.wholeGpuJobs.length === 0 && view.queue.length > 0 ? [{ kind: 'repartition', gpu: 0, layout: [{ profile: '3g.20gb', start: 4 }, { profile: '2g.10gb', start: 0 }, { profile: '1g.5gb', start: 2 }, { profile: '1g.5gb', start: 3 }] }] : [];
-        const job = view.queue[0];
-        if (!job || g.busyUntil !== null) return [];
-        const idle = g.instances.filter((i) => i.job === null && ctx.fits(job, { kind: 'instance', model: g.model, profile: i.profile.name })).sort((x, y) => x.profile.computeSlices - y.profile.computeSlices);
-        return idle[0] ? [{ kind: 'start-on-instance', job: job.id, gpu: 0, start: idle[0].start }] : [];
-      },
-    };
-    const { service } = await open(dir, smallest, undefined, { log: (l) => lines.push(l) });
+    const { service } = await open(dir, smallestSlicePolicy(), undefined, { log: (l) => lines.push(l) });
     // Out of memory on a 1g.5gb slice, as PyTorch says it; fine on anything larger.
     const script = `if (process.env.MIGPOOL_DEVICE_PROFILE === '1g.5gb') { console.error('torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB (GPU 0; 4.75 GiB total capacity)'); process.exit(1); } console.log('ran on ' + process.env.MIGPOOL_DEVICE_PROFILE)`;
     const a = await service.submit({ name: 'hungry', command: [node, '-e', script], resources: { memory: '2GiB' } });
