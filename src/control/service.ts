@@ -7,7 +7,7 @@ import { readProcStat } from '../exec/proc.js';
 import { readLogChunk } from '../exec/log-file.js';
 import { ProgressReader } from '../exec/progress-reader.js';
 import { explainPending } from '../sched/pending.js';
-import { GpuError, type ComputeInstanceInfo, type GpuInstanceInfo, type GpuPort, type GpuProcess, type UnreachableGpu } from '../gpu/port.js';
+import { GpuError, sameBusId, unreachableGpuName, type ComputeInstanceInfo, type GpuInstanceInfo, type GpuPort, type GpuProcess, type UnreachableGpu } from '../gpu/port.js';
 import type { GpuModel } from '../mig/types.js';
 import type { CurrentGpu } from '../partition/state.js';
 import type { Workload } from '../perf/types.js';
@@ -171,19 +171,9 @@ function firstLine(e: unknown): string {
   return (e instanceof Error ? e.message : String(e)).split('\n')[0] ?? '';
 }
 
-/** Whether two PCI bus IDs name the same device: `00000000:3B:00.0` (listings) and `0000:3b:00.0` (error lines). */
-function sameBus(a: string, b: string): boolean {
-  const norm = (x: string): string => {
-    const m = /^([0-9a-f]+):([0-9a-f]{2}:[0-9a-f]{2}\.[0-9a-f])$/i.exec(x.trim());
-    return m ? `${Number.parseInt(m[1] ?? '0', 16)}:${(m[2] ?? '').toLowerCase()}` : x.trim().toLowerCase();
-  };
-  return norm(a) === norm(b);
-}
-
 /** GPUs nvidia-smi names as not answering, in words: `GPU 1 (0000:02:00.0) does not answer nvidia-smi (Unknown Error)`. */
 function lostText(lost: readonly UnreachableGpu[]): string {
-  const name = (l: UnreachableGpu): string => (l.index !== null && l.busId !== null ? `GPU ${l.index} (${l.busId})` : `GPU ${l.busId ?? l.index ?? '?'}`);
-  return lost.map((l) => `${name(l)} does not answer nvidia-smi (${l.reason})`).join('; ');
+  return lost.map((l) => `${unreachableGpuName(l)} does not answer nvidia-smi (${l.reason})`).join('; ');
 }
 
 /** What to do about GPUs that do not answer (see gpu/nvidia-smi/notices.ts for the sources). */
@@ -1398,7 +1388,7 @@ export class PoolServiceImpl implements PoolService {
         continue;
       }
       if (now === undefined) {
-        const named = r.lost.filter((l) => l.index === g.index || (l.busId !== null && sameBus(l.busId, g.busId)));
+        const named = r.lost.filter((l) => l.index === g.index || (l.busId !== null && sameBusId(l.busId, g.busId)));
         const why =
           named.length > 0
             ? `${lostText(named)} (${lostAdvice(named)})`

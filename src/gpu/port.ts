@@ -123,6 +123,25 @@ export interface UnreachableGpu {
   readonly reason: string;
 }
 
+/** `GPU 3 (0000:04:00.0)`, `GPU 0000:0B:00.0` or `GPU 2`: how a GPU that does not answer is named in messages. */
+export function unreachableGpuName(g: UnreachableGpu): string {
+  if (g.index !== null && g.busId !== null) return `GPU ${g.index} (${g.busId})`;
+  return `GPU ${g.busId ?? g.index ?? '?'}`;
+}
+
+/**
+ * Whether two PCI bus IDs name the same device, in the forms nvidia-smi prints them: listings
+ * (`--query-gpu=pci.bus_id`) write an 8-digit domain and capitals (`00000000:3B:00.0`), the
+ * lost-GPU lines a 4-digit one (`0000:3b:00.0`; see nvidia-smi/notices.ts).
+ */
+export function sameBusId(a: string, b: string): boolean {
+  const norm = (x: string): string => {
+    const m = /^([0-9a-f]+):([0-9a-f]{2}:[0-9a-f]{2}\.[0-9a-f])$/i.exec(x.trim());
+    return m ? `${Number.parseInt(m[1] ?? '0', 16)}:${(m[2] ?? '').toLowerCase()}` : x.trim().toLowerCase();
+  };
+  return norm(a) === norm(b);
+}
+
 /**
  * `listGpus` found GPUs that no longer answer the driver (one fell off the bus) beside others
  * that do. Commands that change GPUs stop on it (kind `gpu-lost`, exit 3, the message names the

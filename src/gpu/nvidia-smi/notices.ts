@@ -8,6 +8,7 @@
  * https://docs.nvidia.com/datacenter/cloud-native/gpu-operator/23.3.1/troubleshootings.html).
  * Pure functions over the captured text.
  */
+import { unreachableGpuName } from '../port.js';
 
 /** A GPU nvidia-smi names as not answering, with its reason as printed. */
 export interface LostGpu {
@@ -98,12 +99,6 @@ export function dropInfoRomWarnings(stdout: string, stderr: string, code: number
 /** nvidia-smi's exit status for a corrupted infoROM ("Return code 14 - infoROM is corrupted", the GPU Operator page above). */
 const INFOROM_EXIT_STATUS = 14;
 
-/** `GPU 3 (0000:04:00.0)`, `GPU 0000:0B:00.0` or `GPU 2`: how a lost GPU is named in messages. */
-export function lostGpuName(g: LostGpu): string {
-  if (g.index !== null && g.busId !== null) return `GPU ${g.index} (${g.busId})`;
-  return `GPU ${g.busId ?? g.index ?? '?'}`;
-}
-
 /**
  * One line for people: which GPUs do not answer, the driver's reason, and what to do. The kernel
  * log says why ("NVRM: Xid (PCI:0000:2b:00): 79, GPU has fallen off the bus.":
@@ -112,7 +107,7 @@ export function lostGpuName(g: LostGpu): string {
  * reads "The GPU has fallen off the bus or has otherwise become inaccessible".
  */
 export function describeLost(lost: readonly LostGpu[]): string {
-  const which = lost.map((g) => `${lostGpuName(g)}: ${g.reason}`).join('; ');
+  const which = lost.map((g) => `${unreachableGpuName(g)}: ${g.reason}`).join('; ');
   const reset = lost.find((g) => g.busId !== null)?.busId;
   return `nvidia-smi cannot reach ${which} (fallen off the bus? look for Xid 79 in dmesg): reset it (nvidia-smi -r -i ${reset ?? 'BUS_ID'}) or reboot the node, and reseat it if it comes back lost`;
 }
