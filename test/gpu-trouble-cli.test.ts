@@ -38,7 +38,7 @@ describe('device commands when a GPU fell off the bus', () => {
     expect(r.code).toBe(3);
     expect(r.out).toMatch(/^GPU 0: NVIDIA A100-SXM4-40GB/m);
     expect(r.out).not.toMatch(/^GPU 1:/m);
-    expect(r.err).toBe(`migpool: list GPUs: nvidia-smi cannot reach GPU 1 (${bus}): Unknown Error (fallen off the bus? look for Xid 79 in dmesg): reset it (nvidia-smi -r -i ${bus}) or reboot the node, and reseat it if it comes back lost\n`);
+    expect(r.err).toBe(`migpool: list GPUs: nvidia-smi cannot reach GPU 1 (${bus}): Unknown Error (fallen off the bus? look for Xid 79 in dmesg; reset it with nvidia-smi -r -i ${bus} or reboot the node, and reseat it if it comes back lost)\n`);
     const json = await runMigpool(['status', '--json'], env);
     expect(json.code).toBe(3);
     expect((JSON.parse(json.out) as { gpus: { index: number }[] }).gpus.map((g) => g.index)).toEqual([0]);

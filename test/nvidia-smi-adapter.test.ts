@@ -240,7 +240,7 @@ describe('nvidia-smi adapter when one GPU stops answering or warns', () => {
     expect(lost.answered.map((g) => g.index)).toEqual([0, 2]);
     expect(lost.lost).toMatchObject([{ index: 1, busId: '0000:00:05.0', reason: 'Unknown Error' }]);
     expect(lost.message).toBe(
-      'list GPUs: nvidia-smi cannot reach GPU 1 (0000:00:05.0): Unknown Error (fallen off the bus? look for Xid 79 in dmesg): reset it (nvidia-smi -r -i 0000:00:05.0) or reboot the node, and reseat it if it comes back lost',
+      'list GPUs: nvidia-smi cannot reach GPU 1 (0000:00:05.0): Unknown Error (fallen off the bus? look for Xid 79 in dmesg; reset it with nvidia-smi -r -i 0000:00:05.0 or reboot the node, and reseat it if it comes back lost)',
     );
   });
 

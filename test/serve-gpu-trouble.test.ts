@@ -63,7 +63,7 @@ describe('migpool serve when the GPU and nvidia-smi misbehave', () => {
     expect((await runMigpool(['cancel', first, '--data-dir', data], env)).code).toBe(0);
     await until('the first job to end', async () => (await get(first)).state === 'cancelled');
     const second = await submit('second');
-    await until('the second job to hear why it waits', async () => /does not answer nvidia-smi \(Unknown Error\) \(fallen off the bus\? look for Xid 79 in dmesg; reset it with nvidia-smi -r -i 0000:[0-9A-F]{2}:00\.0 or reboot the node\): no job starts there until it answers/.test((await get(second)).pending ?? ''));
+    await until('the second job to hear why it waits', async () => /does not answer nvidia-smi \(Unknown Error\) \(fallen off the bus\? look for Xid 79 in dmesg; reset it with nvidia-smi -r -i 0000:[0-9A-F]{2}:00\.0 or reboot the node, and reseat it if it comes back lost\): no job starts there until it answers/.test((await get(second)).pending ?? ''));
     expect((await get(second)).state).toBe('queued');
 
     // nvidia-smi leaves PATH (a driver being reinstalled): the service still answers, and says so once.

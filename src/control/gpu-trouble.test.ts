@@ -185,7 +185,7 @@ describe('the service when the GPUs misbehave', () => {
   it('starts with the GPUs that answer when one is lost at its start, and takes it once it answers', { timeout: 30_000 }, async () => {
     const { port, service, lines } = await serviceOn('2xA100-SXM4-40GB', 'exclusive', { lostAtStart: 0 });
     const bus = (await port.sim.listGpus())[0]!.busId.replace(/^0000/, '');
-    expect(lines).toContain(`GPU 0 (${bus}) does not answer nvidia-smi (Unknown Error): the service starts without it (fallen off the bus? look for Xid 79 in dmesg; reset it with nvidia-smi -r -i ${bus} or reboot the node)`);
+    expect(lines).toContain(`GPU 0 (${bus}) does not answer nvidia-smi (Unknown Error): the service starts without it (fallen off the bus? look for Xid 79 in dmesg; reset it with nvidia-smi -r -i ${bus} or reboot the node, and reseat it if it comes back lost)`);
     expect((await service.gpus()).map((g) => g.index)).toEqual([1]);
     port.lost.delete(0);
     await until('GPU 0 to be taken', async () => (await service.gpus()).length === 2);

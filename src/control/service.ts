@@ -7,7 +7,7 @@ import { readProcStat } from '../exec/proc.js';
 import { readLogChunk } from '../exec/log-file.js';
 import { ProgressReader } from '../exec/progress-reader.js';
 import { explainPending } from '../sched/pending.js';
-import { GpuError, sameBusId, unreachableGpuName, type ComputeInstanceInfo, type GpuInstanceInfo, type GpuPort, type GpuProcess, type UnreachableGpu } from '../gpu/port.js';
+import { GpuError, sameBusId, unreachableAdvice, unreachableGpuName, type ComputeInstanceInfo, type GpuInstanceInfo, type GpuPort, type GpuProcess, type UnreachableGpu } from '../gpu/port.js';
 import type { GpuModel } from '../mig/types.js';
 import type { CurrentGpu } from '../partition/state.js';
 import type { Workload } from '../perf/types.js';
@@ -176,11 +176,6 @@ function lostText(lost: readonly UnreachableGpu[]): string {
   return lost.map((l) => `${unreachableGpuName(l)} does not answer nvidia-smi (${l.reason})`).join('; ');
 }
 
-/** What to do about GPUs that do not answer (see gpu/nvidia-smi/notices.ts for the sources). */
-function lostAdvice(lost: readonly UnreachableGpu[]): string {
-  const bus = lost.find((l) => l.busId !== null)?.busId ?? 'BUS_ID';
-  return `fallen off the bus? look for Xid 79 in dmesg; reset it with nvidia-smi -r -i ${bus} or reboot the node`;
-}
 
 /** A GPU's MIG mode and layout in words, without processes: what a change by hand alters. */
 function layoutText(g: GpuEntry): string {
@@ -1318,7 +1313,7 @@ export class PoolServiceImpl implements PoolService {
     if (only === undefined) {
       this.gpusFound = entries;
       // At the start: the service goes on with the GPUs that answer, and says which do not.
-      if (lost.length > 0) this.o.log?.(`${lostText(lost)}: the service starts without ${lost.length === 1 ? 'it' : 'them'} (${lostAdvice(lost)})`);
+      if (lost.length > 0) this.o.log?.(`${lostText(lost)}: the service starts without ${lost.length === 1 ? 'it' : 'them'} (${unreachableAdvice(lost)})`);
     } else for (const e of entries) this.gpusFound = this.gpusFound.map((g) => (g.index === e.index ? e : g));
   }
 
@@ -1391,7 +1386,7 @@ export class PoolServiceImpl implements PoolService {
         const named = r.lost.filter((l) => l.index === g.index || (l.busId !== null && sameBusId(l.busId, g.busId)));
         const why =
           named.length > 0
-            ? `${lostText(named)} (${lostAdvice(named)})`
+            ? `${lostText(named)} (${unreachableAdvice(named)})`
             : r.gone !== undefined
               ? `GPU ${g.index} (${g.uuid}) is not listed: ${r.gone}`
               : `GPU ${g.index} (${g.uuid}) is no longer listed by nvidia-smi (check nvidia-smi -L and dmesg)`;

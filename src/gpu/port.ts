@@ -123,6 +123,18 @@ export interface UnreachableGpu {
   readonly reason: string;
 }
 
+/**
+ * What to do about GPUs that do not answer. The kernel log says why ("NVRM: Xid (PCI:0000:2b:00):
+ * 79, GPU has fallen off the bus.": NVIDIA/open-gpu-kernel-modules#1151, #387); nvidia-smi's own
+ * text for it is "GPU is lost. Reboot the system to recover this GPU" (JosephKJ/OWOD#81), and
+ * NVML's NVML_ERROR_GPU_IS_LOST reads "The GPU has fallen off the bus or has otherwise become
+ * inaccessible".
+ */
+export function unreachableAdvice(lost: readonly UnreachableGpu[]): string {
+  const bus = lost.find((l) => l.busId !== null)?.busId ?? 'BUS_ID';
+  return `fallen off the bus? look for Xid 79 in dmesg; reset it with nvidia-smi -r -i ${bus} or reboot the node, and reseat it if it comes back lost`;
+}
+
 /** `GPU 3 (0000:04:00.0)`, `GPU 0000:0B:00.0` or `GPU 2`: how a GPU that does not answer is named in messages. */
 export function unreachableGpuName(g: UnreachableGpu): string {
   if (g.index !== null && g.busId !== null) return `GPU ${g.index} (${g.busId})`;

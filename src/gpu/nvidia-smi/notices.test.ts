@@ -20,7 +20,7 @@ describe('lines about one GPU beside an answer', () => {
     expect(n.lost).toEqual([{ index: 3, busId: '0000:04:00.0', reason: 'Unknown Error', line: 'Unable to determine the device handle for GPU3: 0000:04:00.0: Unknown Error' }]);
     expect(n.rest.split('\n').filter((l) => l !== '')).toHaveLength(7);
     expect(describeLost(n.lost)).toBe(
-      'nvidia-smi cannot reach GPU 3 (0000:04:00.0): Unknown Error (fallen off the bus? look for Xid 79 in dmesg): reset it (nvidia-smi -r -i 0000:04:00.0) or reboot the node, and reseat it if it comes back lost',
+      'nvidia-smi cannot reach GPU 3 (0000:04:00.0): Unknown Error (fallen off the bus? look for Xid 79 in dmesg; reset it with nvidia-smi -r -i 0000:04:00.0 or reboot the node, and reseat it if it comes back lost)',
     );
   });
 

@@ -8,7 +8,7 @@
  * https://docs.nvidia.com/datacenter/cloud-native/gpu-operator/23.3.1/troubleshootings.html).
  * Pure functions over the captured text.
  */
-import { unreachableGpuName } from '../port.js';
+import { unreachableAdvice, unreachableGpuName } from '../port.js';
 
 /** A GPU nvidia-smi names as not answering, with its reason as printed. */
 export interface LostGpu {
@@ -99,15 +99,8 @@ export function dropInfoRomWarnings(stdout: string, stderr: string, code: number
 /** nvidia-smi's exit status for a corrupted infoROM ("Return code 14 - infoROM is corrupted", the GPU Operator page above). */
 const INFOROM_EXIT_STATUS = 14;
 
-/**
- * One line for people: which GPUs do not answer, the driver's reason, and what to do. The kernel
- * log says why ("NVRM: Xid (PCI:0000:2b:00): 79, GPU has fallen off the bus.":
- * NVIDIA/open-gpu-kernel-modules#1151, #387); nvidia-smi's own text for it is "GPU is lost.
- * Reboot the system to recover this GPU" (JosephKJ/OWOD#81), and NVML's NVML_ERROR_GPU_IS_LOST
- * reads "The GPU has fallen off the bus or has otherwise become inaccessible".
- */
+/** One line for people: which GPUs do not answer, the driver's reason, and what to do (gpu/port.ts unreachableAdvice). */
 export function describeLost(lost: readonly LostGpu[]): string {
   const which = lost.map((g) => `${unreachableGpuName(g)}: ${g.reason}`).join('; ');
-  const reset = lost.find((g) => g.busId !== null)?.busId;
-  return `nvidia-smi cannot reach ${which} (fallen off the bus? look for Xid 79 in dmesg): reset it (nvidia-smi -r -i ${reset ?? 'BUS_ID'}) or reboot the node, and reseat it if it comes back lost`;
+  return `nvidia-smi cannot reach ${which} (${unreachableAdvice(lost)})`;
 }
