@@ -13,13 +13,24 @@ const UNSHOWABLE = /[\u0000-\u001f\u007f-\u009f\u200e\u200f\u202a-\u202e\u2066-\
  * terminal.
  */
 export function printable(cell: string): string {
-  return cell.replace(UNSHOWABLE, (c) => {
-    if (c === '\n') return '\\n';
-    if (c === '\t') return '\\t';
-    if (c === '\r') return '\\r';
-    const code = c.charCodeAt(0);
-    return code <= 0xff ? `\\x${code.toString(16).padStart(2, '0')}` : `\\u${code.toString(16).padStart(4, '0')}`;
-  });
+  return cell.replace(UNSHOWABLE, escapeUnshowable);
+}
+
+/**
+ * `text` with each character a terminal would act on written as its escape, but those `keep`
+ * lets through (`at`: the character's index in `text`).
+ */
+export function escapeUnshowableExcept(text: string, keep: (c: string, at: number) => boolean): string {
+  return text.replace(UNSHOWABLE, (c: string, at: number) => (keep(c, at) ? c : escapeUnshowable(c)));
+}
+
+/** One such character as an escape: `\n`, `\t`, `\r`, `\x1b`, `\u202e`. */
+function escapeUnshowable(c: string): string {
+  if (c === '\n') return '\\n';
+  if (c === '\t') return '\\t';
+  if (c === '\r') return '\\r';
+  const code = c.charCodeAt(0);
+  return code <= 0xff ? `\\x${code.toString(16).padStart(2, '0')}` : `\\u${code.toString(16).padStart(4, '0')}`;
 }
 
 /** Renders rows as a plain-text table with a header, columns padded to their widest cell; cells are made {@link printable}. */
